@@ -1,6 +1,7 @@
 #include "distributed/master_session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 #include <set>
 
@@ -377,11 +378,18 @@ absl::Status MasterSession::Run(CallOptions* opts, const RunStepRequest& request
     cleanup();
     cancel_all();
   });
-  if (opts != nullptr)
-    opts->SetCancelCallback([cleanup, cancel_all] {
-      cleanup();
-      cancel_all();
-    });
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  auto cancel_step = [cleanup, cancel_all, cancelled] {
+    cancelled->store(true);
+    cleanup();
+    cancel_all();
+  };
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (closed_) return absl::CancelledError("session is closed");
+    running_[step_id] = cancel_step;
+  }
+  if (opts != nullptr) opts->SetCancelCallback(cancel_step);
   for (int i = 0; i < n; ++i) {
     plan->tasks[i].worker->RunGraphAsync(
         &calls->opts[i], calls->reqs[i], &calls->resps[i],
@@ -404,7 +412,16 @@ absl::Status MasterSession::Run(CallOptions* opts, const RunStepRequest& request
     cleanup();
   }
   if (opts != nullptr) opts->ClearCancelCallback();
-  if (!status.ok()) return status;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    running_.erase(step_id);
+  }
+  if (!status.ok()) {
+    if (cancelled->load()) {
+      return absl::CancelledError(absl::StrCat("step cancelled (", status.message(), ")"));
+    }
+    return status;
+  }
 
   // Fetches in order.
   std::vector<const tensorflow::TensorProto*> fetched(fetches.size(), nullptr);
@@ -446,13 +463,16 @@ absl::Status MasterSession::Close() {
   std::lock_guard<std::mutex> pl(plan_mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans;
   std::map<std::string, std::shared_ptr<WorkerInterface>> sessions;
+  std::map<int64_t, std::function<void()>> running;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (closed_) return absl::OkStatus();
     closed_ = true;
     plans.swap(plans_);
     sessions.swap(worker_sessions_);
+    running.swap(running_);
   }
+  for (auto& [id, cancel] : running) cancel();
   plans.clear();  // DeleteWorkerSession deregisters the graphs.
   for (auto& [task, worker] : sessions) {
     auto req = std::make_shared<DeleteWorkerSessionRequest>();

@@ -11,6 +11,7 @@
 #ifndef GRAPHRUN_DISTRIBUTED_MASTER_SESSION_H_
 #define GRAPHRUN_DISTRIBUTED_MASTER_SESSION_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,7 +52,9 @@ class MasterSession {
   absl::StatusOr<int64_t> Extend(const tensorflow::GraphDef& graph);
   absl::Status Run(CallOptions* opts, const RunStepRequest& request, RunStepResponse* response);
   void ListDevices(ListDevicesResponse* response) const;
-  // Deregisters every graph and deletes the worker sessions (best effort).
+  // Cancels the steps still running (their Run returns Cancelled, as
+  // TensorFlow's Session.close() does), deregisters every graph and deletes
+  // the worker sessions (best effort). Later Runs fail with Cancelled.
   absl::Status Close();
 
   const std::string& handle() const { return handle_; }
@@ -87,6 +90,8 @@ class MasterSession {
 
   mutable std::mutex mu_;
   bool closed_ = false;
+  // Cancels each running step (by step id).
+  std::map<int64_t, std::function<void()>> running_;
   tensorflow::GraphDef graph_def_;
   int64_t graph_version_ = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans_;

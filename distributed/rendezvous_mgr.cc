@@ -46,15 +46,20 @@ void RemoteRendezvous::RecvRemote(const ParsedKey& key, const Args& args, DoneCa
   }
   auto opts = std::make_shared<CallOptions>();
   int64_t call_id;
+  absl::Status aborted;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (!abort_status_.ok()) {
-      absl::Status s = abort_status_;
-      done(s, Tensor(), false);
-      return;
+    if (abort_status_.ok()) {
+      call_id = next_call_id_++;
+      active_calls_[call_id] = opts;
+    } else {
+      aborted = abort_status_;
     }
-    call_id = next_call_id_++;
-    active_calls_[call_id] = opts;
+  }
+  if (!aborted.ok()) {
+    // Outside mu_: `done` may abort this rendezvous (StartAbort takes mu_).
+    done(aborted, Tensor(), false);
+    return;
   }
   CancellationManager* cm = args.cancellation_manager;
   CancellationToken token = 0;

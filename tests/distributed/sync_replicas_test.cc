@@ -438,6 +438,42 @@ TEST_F(SyncReplicasTest, BlockedDequeueEndsAtTheStepDeadline) {
   }
 }
 
+// Closing a session cancels its running steps (TensorFlow's
+// Session.close()): a dequeue blocked on a PS without a deadline returns
+// Cancelled, and the queue stays usable from another session.
+TEST_F(SyncReplicasTest, CloseCancelsABlockedStep) {
+  Scope root = Scope::NewRootScope();
+  Scope s = root.WithDevice("/job:ps/task:1");
+  auto q =
+      ops::FIFOQueueV2(s.WithOpName("q"), {DT_FLOAT}, ops::FIFOQueueV2::SharedName("close_test_q"));
+  auto dq = ops::QueueDequeueV2(s, q, {DT_FLOAT});
+  auto eq = ops::QueueEnqueueV2(s, q, client::InputList({client::Input(1.5f)}));
+  SessionOptions so;
+  so.target = cluster_->target("worker", 0);
+  auto blocked = std::make_unique<ClientSession>(root, so);
+  ClientSession other(root, so);
+  absl::Status result;
+  std::atomic<bool> returned{false};
+  std::thread t([&] {
+    result = blocked->Run({}, {dq[0]}, {}).status();
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(returned.load());
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(blocked->session()->Close().ok());
+  t.join();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result.code(), absl::StatusCode::kCancelled) << result;
+  EXPECT_LT(secs, 10.0);
+  // The closed session refuses new steps; the queue still works.
+  EXPECT_FALSE(blocked->Run({}, {dq[0]}, {}).ok());
+  ASSERT_TRUE(other.Run({}, {}, {eq.operation}, Deadline(), nullptr).ok());
+  auto v = other.Run({}, {dq[0]}, {}, Deadline(), nullptr);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ((*v)[0].scalar<float>(), 1.5f);
+}
+
 }  // namespace
 }  // namespace distributed
 }  // namespace graphrun
