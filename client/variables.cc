@@ -1,6 +1,7 @@
 #include "client/variables.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/op_builder.h"
 #include "client/ops.h"
 
@@ -24,6 +25,32 @@ Output InitialValue(const Scope& var_scope, const PartialShape& shape, DataType 
 
 }  // namespace
 
+std::string SaveSliceInfo::Spec() const {
+  std::vector<std::string> slices;
+  for (size_t d = 0; d < var_offset.size() && d < var_shape.size(); ++d) {
+    slices.push_back(absl::StrCat(var_offset[d], ",", var_shape[d]));
+  }
+  return absl::StrCat(absl::StrJoin(full_shape.dim_sizes(), " "), " ", absl::StrJoin(slices, ":"));
+}
+
+absl::Status SaveSliceInfo::Validate() const {
+  const size_t rank = static_cast<size_t>(full_shape.dims());
+  if (full_name.empty()) return absl::InvalidArgumentError("save slice info without a full name");
+  if (rank == 0 || var_offset.size() != rank || var_shape.size() != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "variable '", full_name, "': save slice info needs one offset and one length per ",
+        "dimension of the full shape ", full_shape.DebugString()));
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    if (var_offset[d] < 0 || var_shape[d] < 0 ||
+        var_offset[d] + var_shape[d] > full_shape.dim_size(static_cast<int>(d))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variable '", full_name, "': slice ", Spec(), " leaves the full shape"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 Variable::Variable(const Scope& scope, const PartialShape& shape, DataType dtype)
     : scope_(scope), shape_(shape), dtype_(dtype) {
   Operation op = internal::OpBuilder(scope, "VarHandleOp", "Variable")
@@ -44,6 +71,24 @@ Variable::Variable(const Scope& scope, const PartialShape& shape, DataType dtype
   if (initial_value_.node() == nullptr) return;
   initializer_ = Update(scope_, "AssignVariableOp", "Assign", initial_value_);
   scope_.AddInitializer(initializer_);
+}
+
+void Variable::SetSaveSliceInfo(SaveSliceInfo info) {
+  if (handle_.node() == nullptr) return;
+  absl::Status st = info.Validate();
+  if (st.ok() && !(shape_ == PartialShape(absl::MakeConstSpan(info.var_shape)))) {
+    st = absl::InvalidArgumentError(
+        absl::StrCat("variable '", name(), "': slice ", info.Spec(), " of '", info.full_name,
+                     "' does not have the variable's shape ", shape_.DebugString()));
+  }
+  if (!st.ok()) {
+    scope_.UpdateStatus(st);
+    return;
+  }
+  // "<full name> <full shape> <slices>": placement::SaveSliceSpec's form.
+  (*handle_.node()->mutable_def()->mutable_attr())["_save_slice_info"] =
+      internal::AttrString(absl::StrCat(info.full_name, " ", info.Spec()));
+  save_slice_info_ = std::make_shared<const SaveSliceInfo>(std::move(info));
 }
 
 Input Variable::Converted(const Scope& scope, const Input& value) const {

@@ -13,21 +13,46 @@
 // one NoOp ("init"). Ops acting on a variable are colocated with it
 // (`_class: loc:@<name>`), as TensorFlow does.
 //
+// A Variable may be one part of a partitioned variable
+// (client/partitioned_variable.h): its SaveSliceInfo then says which slice
+// of which full tensor it holds, and the Saver checkpoints it as that slice.
+//
 // Errors (a shape that is not fully defined with an initializer, a bad
 // value type) are recorded on the scope; the variable's outputs are then
 // null. Same thread-safety as Scope.
 #ifndef GRAPHRUN_CLIENT_VARIABLES_H_
 #define GRAPHRUN_CLIENT_VARIABLES_H_
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "client/initializers.h"
 #include "client/operation.h"
 #include "client/scope.h"
 
 namespace graphrun {
 namespace client {
+
+// Where a variable sits in a larger tensor (TensorFlow's
+// Variable.SaveSliceInfo): the variable holds the box `var_offset` /
+// `var_shape` of the tensor `full_name` of shape `full_shape`.
+struct SaveSliceInfo {
+  std::string full_name;
+  TensorShape full_shape;
+  std::vector<int64_t> var_offset;  // one per dimension of full_shape
+  std::vector<int64_t> var_shape;   // one per dimension of full_shape
+
+  // SaveV2/RestoreV2's shape_and_slices entry: "10 4 0,5:0,4" (full shape,
+  // then start,length per dimension).
+  std::string Spec() const;
+  // InvalidArgument naming full_name unless the box lies inside full_shape
+  // (ranks equal, offsets >= 0, lengths >= 0).
+  absl::Status Validate() const;
+};
 
 class Variable {
  public:
@@ -48,6 +73,15 @@ class Variable {
   // Null without an initializer.
   Output initial_value() const { return initial_value_; }
   Operation initializer() const { return initializer_; }
+
+  // Null unless this variable is a slice of a larger (partitioned) one.
+  const SaveSliceInfo* save_slice_info() const { return save_slice_info_.get(); }
+  // Marks this variable (and the copies made from now on) as slice `info`;
+  // also records "<full_name> <Spec()>" (placement::SaveSliceSpec's form)
+  // in the handle's "_save_slice_info" attr, as placement/variable_sharding
+  // does, so the GraphDef says it too. InvalidArgument (on the scope) for a bad `info`
+  // or one whose slice shape is not this variable's shape.
+  void SetSaveSliceInfo(SaveSliceInfo info);
 
   // The current value: a new ReadVariableOp "<name>/Read[_N]/ReadVariableOp"
   // colocated with the variable; with `scope`, built in it (its name scope,
@@ -76,6 +110,7 @@ class Variable {
   Output handle_;
   Output initial_value_;
   Operation initializer_;
+  std::shared_ptr<const SaveSliceInfo> save_slice_info_;
 };
 
 class RefVariable {

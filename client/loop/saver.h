@@ -7,6 +7,18 @@
 // (docs/checkpoint_format.md); checkpoint state ("checkpoint" file,
 // keep-last-N) goes through the same library.
 //
+// Partitioned variables (client/partitioned_variable.h): a variable with
+// SaveSliceInfo is saved as its slice of the full tensor, under the FULL
+// name ("w", slice "10 4 0,4:0,4" for w/part_0), and restored by asking
+// RestoreV2 for that slice, which the reader assembles from whatever slices
+// were saved. So a checkpoint written with K parts restores into K' parts
+// or into a plain Variable "w", and a plain "w" restores into parts. A slot
+// variable "<part>/<suffix>" of a part's shape (Adam's "w/part_0/Adam")
+// inherits the part's slice, under the name "<full>/<suffix>" ("w/Adam"),
+// as TensorFlow's slot_creator gives it. Plain variables of a fully
+// defined shape are restored with their full shape in shape_and_slices, so
+// a checkpoint of another shape is InvalidArgument naming the tensor.
+//
 // Not thread-safe: build and use from one thread.
 #ifndef GRAPHRUN_CLIENT_LOOP_SAVER_H_
 #define GRAPHRUN_CLIENT_LOOP_SAVER_H_
@@ -30,7 +42,9 @@ struct SaverOptions {
 class Saver {
  public:
   // Builds the save and restore ops under name scope "save" of `scope`.
-  // InvalidArgument if `vars` is empty or two variables share a name.
+  // InvalidArgument if `vars` is empty, two variables share a name, or two
+  // variables save the same tensor inconsistently (one of them whole,
+  // different full shapes or dtypes, overlapping slices), naming both.
   static absl::StatusOr<Saver> Create(const Scope& scope, const std::vector<Variable>& vars,
                                       const SaverOptions& options = {});
 
@@ -39,8 +53,9 @@ class Saver {
   // the prefix written.
   absl::StatusOr<std::string> Save(const ClientSession& session, const std::string& dir,
                                    int64_t global_step) const;
-  // Restores every variable from `prefix`. NotFound naming a variable the
-  // checkpoint lacks; InvalidArgument for a dtype or shape mismatch.
+  // Restores every variable from `prefix`. NotFound naming a variable (its
+  // full name for a part) the checkpoint lacks or whose slice it does not
+  // cover; InvalidArgument naming it for a dtype or full-shape mismatch.
   absl::Status Restore(const ClientSession& session, const std::string& prefix) const;
 
   // The newest checkpoint prefix in `dir`, or NotFound.

@@ -84,6 +84,26 @@ TEST(SaverTest, RestoreOfMissingVariableIsNotFound) {
   EXPECT_THAT(st.message(), ::testing::HasSubstr("other"));
 }
 
+TEST(SaverTest, InconsistentSlicesOfOneTensorAreRejected) {
+  Scope root = Scope::NewRootScope();
+  Variable p0(root.WithOpName("p0"), {2, 3}, DT_FLOAT);
+  Variable p1(root.WithOpName("p1"), {2, 3}, DT_FLOAT);
+  Variable p2(root.WithOpName("p2"), {2, 3}, DT_FLOAT);
+  Variable w(root.WithOpName("w"), {4, 3}, DT_FLOAT);
+  p0.SetSaveSliceInfo({"w", TensorShape({4, 3}), {0, 0}, {2, 3}});
+  p1.SetSaveSliceInfo({"w", TensorShape({4, 3}), {1, 0}, {2, 3}});  // overlaps p0
+  p2.SetSaveSliceInfo({"w", TensorShape({4, 3}), {2, 0}, {2, 3}});
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto overlap = Saver::Create(root, {p0, p1});
+  EXPECT_EQ(overlap.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(overlap.status().message(), ::testing::HasSubstr("'p0' and 'p1' both save 'w'"));
+  EXPECT_THAT(overlap.status().message(), ::testing::HasSubstr("overlap"));
+  auto whole_and_part = Saver::Create(root, {w, p2});
+  EXPECT_EQ(whole_and_part.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(whole_and_part.status().message(), ::testing::HasSubstr("'w' and 'p2'"));
+  EXPECT_TRUE(Saver::Create(root, {p0, p2}).ok());
+}
+
 }  // namespace
 }  // namespace client
 }  // namespace graphrun

@@ -26,11 +26,21 @@ tensorflow::AttrValue Ints(std::vector<int64_t> v) { return client::internal::At
 
 }  // namespace
 
+VariablePartitioner PartitionsByName(std::map<std::string, int> parts) {
+  return [parts = std::move(parts)](const std::string& name, const PartialShape&) {
+    auto it = parts.find(name);
+    return it == parts.end() ? 1 : it->second;
+  };
+}
+
 Layers::Layers(const Scope& scope, std::optional<int64_t> seed)
-    : scope_(scope), seed_(seed), store_(std::make_shared<std::map<std::string, Variable>>()) {}
+    : Layers(scope, LayersOptions{seed, nullptr}) {}
+
+Layers::Layers(const Scope& scope, LayersOptions options)
+    : scope_(scope), options_(std::move(options)), store_(std::make_shared<Store>()) {}
 
 Layers::Layers(const Scope& scope, const Layers& reuse_from)
-    : scope_(scope), seed_(reuse_from.seed_), store_(reuse_from.store_), reuse_(true) {}
+    : scope_(scope), options_(reuse_from.options_), store_(reuse_from.store_), reuse_(true) {}
 
 std::string Layers::NextName(const std::string& kind) {
   int n = counters_[kind]++;
@@ -38,26 +48,57 @@ std::string Layers::NextName(const std::string& kind) {
 }
 
 std::optional<int64_t> Layers::NextSeed() {
-  if (!seed_) return std::nullopt;
-  return *seed_ + seed_counter_++;
+  if (!options_.seed) return std::nullopt;
+  return *options_.seed + seed_counter_++;
 }
 
 const Variable* Layers::GetVariable(const Scope& layer_scope, const std::string& layer,
                                     const std::string& name, const PartialShape& shape,
                                     const Initializer& init, bool trainable) {
   const std::string key = absl::StrCat(layer, "/", name);
-  auto it = store_->find(key);
-  if (it == store_->end()) {
+  auto it = store_->whole.find(key);
+  if (it == store_->whole.end()) {
     if (reuse_) {
       scope_.UpdateStatus(LayerError(layer, absl::StrCat("no variable '", key, "' to reuse")));
       return nullptr;
     }
-    it = store_->emplace(key, Variable(layer_scope.WithOpName(name), shape, DT_FLOAT, init)).first;
+    it = store_->whole.emplace(key, Variable(layer_scope.WithOpName(name), shape, DT_FLOAT, init))
+             .first;
   }
   if (it->second.handle().node() == nullptr) return nullptr;
   all_.push_back(it->second);
   if (trainable) trainable_.push_back(it->second);
   return &it->second;
+}
+
+Layers::Weights Layers::GetWeights(const Scope& layer_scope, const std::string& layer,
+                                   const std::string& name, const PartialShape& shape,
+                                   const Initializer& init) {
+  Weights w;
+  const std::string key = absl::StrCat(layer, "/", name);
+  auto it = store_->partitioned.find(key);
+  if (it == store_->partitioned.end()) {
+    const int parts =
+        store_->whole.count(key) || reuse_ || !options_.partitioner
+            ? 1
+            : options_.partitioner(absl::StrCat(layer_scope.name_prefix(), "/", name), shape);
+    if (parts <= 1) {
+      w.whole = GetVariable(layer_scope, layer, name, shape, init, true);
+      return w;
+    }
+    it = store_->partitioned
+             .emplace(key, PartitionedVariable(layer_scope.WithOpName(name), shape, DT_FLOAT, parts,
+                                               init))
+             .first;
+  }
+  if (it->second.parts().empty()) return w;
+  for (const Variable& part : it->second.parts()) {
+    all_.push_back(part);
+    trainable_.push_back(part);
+  }
+  partitioned_.push_back(it->second);
+  w.partitioned = &it->second;
+  return w;
 }
 
 Output Layers::ApplyActivation(const Scope& s, const Output& x, Activation a) {
@@ -84,10 +125,10 @@ Output Layers::Dense(const Output& x, int64_t units, Activation activation, bool
     scope_.UpdateStatus(LayerError(name, "the input's last dimension must be known"));
     return Output();
   }
-  const Variable* kernel = GetVariable(s, name, "kernel", PartialShape({in, units}),
-                                       init::GlorotUniform(NextSeed()), true);
-  if (kernel == nullptr) return Output();
-  Output y = MatMul(s, x, kernel->Read(s), false, false);
+  Weights kernel =
+      GetWeights(s, name, "kernel", PartialShape({in, units}), init::GlorotUniform(NextSeed()));
+  if (!kernel.ok()) return Output();
+  Output y = MatMul(s, x, kernel.Read(s), false, false);
   if (use_bias) {
     const Variable* bias = GetVariable(s, name, "bias", PartialShape({units}), init::Zeros(), true);
     if (bias == nullptr) return Output();
@@ -205,14 +246,16 @@ Output Layers::Flatten(const Output& x) {
 Output Layers::Embedding(const Output& ids, int64_t vocab_size, int64_t dim) {
   const std::string name = NextName("embedding");
   Scope s = scope_.NewSubScope(name);
-  const Variable* table = GetVariable(s, name, "embeddings", PartialShape({vocab_size, dim}),
-                                      init::RandomUniform(-0.05, 0.05, NextSeed()), true);
-  if (table == nullptr) return Output();
-  Output rows = Op(s.ColocateWith(table->op()), "ResourceGather")
-                    .In(table->handle())
-                    .In(ids)
-                    .Attr("dtype", AType(DT_FLOAT))
-                    .Out();
+  Weights table = GetWeights(s, name, "embeddings", PartialShape({vocab_size, dim}),
+                             init::RandomUniform(-0.05, 0.05, NextSeed()));
+  if (!table.ok()) return Output();
+  Output rows = table.partitioned != nullptr
+                    ? table.partitioned->Gather(s, ids)
+                    : Op(s.ColocateWith(table.whole->op()), "ResourceGather")
+                          .In(table.whole->handle())
+                          .In(ids)
+                          .Attr("dtype", AType(DT_FLOAT))
+                          .Out();
   // ResourceGather cannot see the table's shape; restore the static shape
   // [?, ids dims..., dim] for the layers that follow.
   PartialShape is = ids.shape();

@@ -16,6 +16,19 @@
 // names its layers in the same sequence and reuses the first tower's
 // variables instead of creating new ones.
 //
+// Partitioning: with LayersOptions::partitioner, Dense kernels and
+// Embedding tables (the big variables; biases and batch-norm vectors stay
+// whole) may be created as PartitionedVariables
+// (client/partitioned_variable.h): "dense/kernel/part_0" ..
+// "dense/kernel/part_{K-1}", split on axis 0 with TensorFlow's sizes, each
+// its own variable for the device functions (ReplicaDeviceSetter puts them
+// on different PS tasks), each with save-slice info for the Saver. Dense
+// reads the ConcatV2 of the parts, Embedding gathers per part. The
+// initializer builds the full tensor once and splits it, so a partitioned
+// model starts (and, step for step, trains) bit-identical to the
+// unpartitioned one. variables() and trainable_variables() list the parts
+// in place of the full variable, so optimizers make slots per part.
+//
 // BatchNormalization in training adds the updates of its moving averages
 // to update_ops(); run them with the train op (see models.h's TrainOp).
 //
@@ -25,6 +38,7 @@
 #ifndef GRAPHRUN_CLIENT_TRAIN_LAYERS_H_
 #define GRAPHRUN_CLIENT_TRAIN_LAYERS_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,6 +46,7 @@
 #include <vector>
 
 #include "client/operation.h"
+#include "client/partitioned_variable.h"
 #include "client/scope.h"
 #include "client/variables.h"
 
@@ -41,13 +56,35 @@ namespace train {
 
 enum class Activation { kNone, kRelu, kTanh, kSigmoid, kSoftmax };
 
+// The number of axis-0 parts for the variable `var_name` (its full name,
+// e.g. "dense/kernel" or "tower/embedding/embeddings") of `shape` (fully
+// defined). 1 or less keeps it whole; more than shape.dim(0) is cut to
+// shape.dim(0) (TensorFlow's fixed_size_partitioner).
+using VariablePartitioner =
+    std::function<int(const std::string& var_name, const PartialShape& shape)>;
+
+// Partitions the variables named in `parts` (full names -> number of parts);
+// every other variable stays whole.
+VariablePartitioner PartitionsByName(std::map<std::string, int> parts);
+
+struct LayersOptions {
+  // Makes initializers and dropout deterministic (each op gets the graph
+  // seed and its own op seed).
+  std::optional<int64_t> seed;
+  // Asked for Dense kernels and Embedding tables only. Null: nothing is
+  // partitioned.
+  VariablePartitioner partitioner;
+};
+
 class Layers {
  public:
   // Layers creating their variables; `seed` makes initializers and dropout
   // deterministic (each op gets the graph seed and its own op seed).
   explicit Layers(const Scope& scope, std::optional<int64_t> seed = std::nullopt);
-  // A tower reusing `reuse_from`'s variables (same layer sequence).
-  // REQUIRES: `reuse_from` outlives this object's layer calls.
+  Layers(const Scope& scope, LayersOptions options);
+  // A tower reusing `reuse_from`'s variables, partitioned or not (same
+  // layer sequence). REQUIRES: `reuse_from` outlives this object's layer
+  // calls.
   Layers(const Scope& scope, const Layers& reuse_from);
 
   // x [N, in] -> [N, units]: x · kernel + bias, then the activation.
@@ -73,10 +110,12 @@ class Layers {
   // (ResourceGather, so its gradient is sparse).
   Output Embedding(const Output& ids, int64_t vocab_size, int64_t dim);
 
-  // Variables in creation order (a reusing tower lists the shared ones it
-  // used).
+  // Variables in creation order, a partitioned one as its parts (a reusing
+  // tower lists the shared ones it used).
   const std::vector<Variable>& trainable_variables() const { return trainable_; }
   const std::vector<Variable>& variables() const { return all_; }
+  // The partitioned variables among them, in creation order.
+  const std::vector<PartitionedVariable>& partitioned_variables() const { return partitioned_; }
   // Moving-average updates built by training-mode BatchNormalization.
   const std::vector<Operation>& update_ops() const { return update_ops_; }
   const Scope& scope() const { return scope_; }
@@ -88,17 +127,33 @@ class Layers {
   const Variable* GetVariable(const Scope& layer_scope, const std::string& layer,
                               const std::string& name, const PartialShape& shape,
                               const Initializer& init, bool trainable);
+  // A trainable kernel or table: partitioned when options_.partitioner asks
+  // for more than one part, else whole. Both null on error.
+  struct Weights {
+    const Variable* whole = nullptr;
+    const PartitionedVariable* partitioned = nullptr;
+    bool ok() const { return whole != nullptr || partitioned != nullptr; }
+    Output Read(const Scope& s) const { return whole ? whole->Read(s) : partitioned->Read(s); }
+  };
+  Weights GetWeights(const Scope& layer_scope, const std::string& layer, const std::string& name,
+                     const PartialShape& shape, const Initializer& init);
   Output ApplyActivation(const Scope& s, const Output& x, Activation a);
   std::optional<int64_t> NextSeed();
 
+  // "<layer>/<name>" -> variable; shared with reusing towers.
+  struct Store {
+    std::map<std::string, Variable> whole;
+    std::map<std::string, PartitionedVariable> partitioned;
+  };
+
   Scope scope_;
-  std::optional<int64_t> seed_;
+  LayersOptions options_;
   int64_t seed_counter_ = 0;
   std::map<std::string, int> counters_;
-  // "<layer>/<name>" -> variable; shared with reusing towers.
-  std::shared_ptr<std::map<std::string, Variable>> store_;
+  std::shared_ptr<Store> store_;
   bool reuse_ = false;
   std::vector<Variable> trainable_, all_;
+  std::vector<PartitionedVariable> partitioned_;
   std::vector<Operation> update_ops_;
 };
 

@@ -1,0 +1,198 @@
+#include "client/partitioned_variable.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/ops.h"
+#include "placement/partitioners.h"
+
+namespace graphrun {
+namespace client {
+
+PartitionedVariable::PartitionedVariable(const Scope& scope, const PartialShape& shape,
+                                         DataType dtype, int num_parts)
+    : scope_(scope), shape_(shape), dtype_(dtype) {
+  Build(scope, num_parts, nullptr);
+}
+
+PartitionedVariable::PartitionedVariable(const Scope& scope, const PartialShape& shape,
+                                         DataType dtype, int num_parts,
+                                         const Initializer& initializer)
+    : scope_(scope), shape_(shape), dtype_(dtype) {
+  Build(scope, num_parts, &initializer);
+}
+
+void PartitionedVariable::Build(const Scope& scope, int num_parts, const Initializer* initializer) {
+  if (!scope.ok()) return;
+  name_ = scope.GetUniqueNameForOp("PartitionedVariable");
+  if (!shape_.fully_defined() || shape_.rank() < 1) {
+    scope.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("partitioned variable '", name_,
+                     "': needs a fully defined shape of rank >= 1, not ", shape_.DebugString())));
+    return;
+  }
+  if (num_parts < 1) {
+    scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
+        "partitioned variable '", name_, "': num_parts must be >= 1, not ", num_parts)));
+    return;
+  }
+  const TensorShape full = shape_.ToTensorShape();
+  const int k_parts =
+      static_cast<int>(std::min<int64_t>(num_parts, std::max<int64_t>(1, full.dim_size(0))));
+  const std::vector<int64_t> sizes = full.dim_size(0) == 0
+                                         ? std::vector<int64_t>{0}
+                                         : placement::ShardSizes(full.dim_size(0), k_parts);
+  scope_ = scope.WithNameScope(name_).WithNoControlDependencies();
+
+  // The full initial value, split by rows.
+  std::vector<Output> pieces;
+  if (initializer != nullptr) {
+    Scope is = scope_.NewSubScope("Initializer");
+    Output value = (*initializer)(is, full, dtype_);
+    if (value.node() == nullptr) return;
+    if (sizes.size() == 1) {
+      pieces.push_back(value);
+    } else {
+      pieces = ops::SplitV(is.WithOpName("split"), value, Tensor::FromVector<int64_t>(sizes),
+                           Tensor::Scalar<int32_t>(0), static_cast<int64_t>(sizes.size()))
+                   .output;
+      if (pieces.size() != sizes.size()) return;
+    }
+  }
+
+  int64_t offset = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::vector<int64_t> dims(full.dim_sizes().begin(), full.dim_sizes().end());
+    dims[0] = sizes[k];
+    PartialShape part_shape{absl::MakeConstSpan(dims)};
+    Scope ps = scope_.WithOpName(absl::StrCat("part_", k));
+    std::optional<Variable> part;
+    if (initializer != nullptr) {
+      Output piece = pieces[k];
+      Initializer take("split",
+                       [piece](const Scope&, const TensorShape&, DataType) { return piece; });
+      part.emplace(ps, part_shape, dtype_, take);
+    } else {
+      part.emplace(ps, part_shape, dtype_);
+    }
+    if (part->handle().node() == nullptr) {
+      parts_.clear();
+      offsets_.clear();
+      return;
+    }
+    SaveSliceInfo info;
+    info.full_name = name_;
+    info.full_shape = full;
+    info.var_offset.assign(dims.size(), 0);
+    info.var_offset[0] = offset;
+    info.var_shape = dims;
+    part->SetSaveSliceInfo(std::move(info));
+    parts_.push_back(*part);
+    offsets_.push_back(offset);
+    offset += sizes[k];
+  }
+  if (!scope.ok()) {
+    parts_.clear();
+    offsets_.clear();
+  }
+}
+
+Output PartitionedVariable::Read() const {
+  return Read(scope_.NewSubScope("Read").WithOpName("concat"));
+}
+
+Output PartitionedVariable::Read(const Scope& scope) const {
+  if (parts_.empty()) return Output();
+  if (parts_.size() == 1) return parts_[0].Read(scope);
+  std::vector<Input> reads;
+  Scope rs = scope.WithOpName("");
+  for (const Variable& p : parts_) reads.push_back(p.Read(rs));
+  Output v = ops::ConcatV2(scope, InputList(reads), Tensor::Scalar<int32_t>(0));
+  if (v.node() != nullptr) v.node()->set_output_shape(0, shape_);
+  return v;
+}
+
+Output PartitionedVariable::Gather(const Scope& scope, const Output& ids) const {
+  if (parts_.empty() || ids.node() == nullptr) return Output();
+  if (ids.type() != DT_INT32 && ids.type() != DT_INT64) {
+    scope.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("partitioned variable '", name_, "': ids must be int32 or int64, not ",
+                     DataTypeString(ids.type()))));
+    return Output();
+  }
+  // The static result shape: ids' shape, then the rows' dimensions.
+  PartialShape out_shape;
+  const PartialShape ids_shape = ids.shape();
+  if (ids_shape.known_rank()) {
+    std::vector<int64_t> dims(ids_shape.dims().begin(), ids_shape.dims().end());
+    for (int d = 1; d < shape_.rank(); ++d) dims.push_back(shape_.dim(d));
+    out_shape = PartialShape(absl::MakeConstSpan(dims));
+  }
+  if (parts_.size() == 1) {
+    Output rows =
+        ops::ResourceGather(scope.ColocateWith(parts_[0].op()), parts_[0].handle(), ids, dtype_);
+    if (rows.node() != nullptr) rows.node()->set_output_shape(0, out_shape);
+    return rows;
+  }
+  std::vector<Input> masked;
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    Scope ks = scope.NewSubScope(absl::StrCat("part_", k));
+    const int64_t lo = offsets_[k];
+    const int64_t n = parts_[k].shape().dim(0);
+    Tensor lo_t = ids.type() == DT_INT32 ? Tensor::Scalar<int32_t>(static_cast<int32_t>(lo))
+                                         : Tensor::Scalar<int64_t>(lo);
+    Tensor hi_t = ids.type() == DT_INT32 ? Tensor::Scalar<int32_t>(static_cast<int32_t>(lo + n))
+                                         : Tensor::Scalar<int64_t>(lo + n);
+    Tensor last_t = ids.type() == DT_INT32 ? Tensor::Scalar<int32_t>(static_cast<int32_t>(n - 1))
+                                           : Tensor::Scalar<int64_t>(n - 1);
+    Tensor zero_t =
+        ids.type() == DT_INT32 ? Tensor::Scalar<int32_t>(0) : Tensor::Scalar<int64_t>(0);
+    Output local = ops::Minimum(ks, ops::Maximum(ks, ops::Sub(ks, ids, lo_t), zero_t), last_t);
+    Output rows =
+        ops::ResourceGather(ks.ColocateWith(parts_[k].op()), parts_[k].handle(), local, dtype_);
+    Output in_part =
+        ops::LogicalAnd(ks, ops::GreaterEqual(ks, ids, lo_t), ops::Less(ks, ids, hi_t));
+    // [ids..., 1, ...]: one trailing 1 per row dimension, to broadcast.
+    Output mask = ops::Cast(ks, in_part, dtype_);
+    for (int d = 1; d < shape_.rank(); ++d) {
+      mask = ops::ExpandDims(ks, mask, Tensor::Scalar<int32_t>(-1));
+    }
+    masked.push_back(ops::Mul(ks, rows, mask));
+  }
+  Output sum = ops::AddN(scope, InputList(masked));
+  if (sum.node() != nullptr) sum.node()->set_output_shape(0, out_shape);
+  return sum;
+}
+
+Operation PartitionedVariable::Assign(const Scope& scope, const Input& value) const {
+  if (parts_.empty()) return Operation();
+  Input v = value;
+  if (value.is_literal() && value.status().ok()) {
+    auto t = internal::CastLiteral(value.tensor(), dtype_);
+    if (!t.ok()) {
+      scope.UpdateStatus(absl::InvalidArgumentError(
+          absl::StrCat("partitioned variable '", name_, "': ", t.status().message())));
+      return Operation();
+    }
+    v = Input(*t);
+  }
+  std::vector<Operation> assigns;
+  if (parts_.size() == 1) {
+    assigns.push_back(parts_[0].Assign(scope, v));
+  } else {
+    std::vector<int64_t> sizes;
+    for (const Variable& p : parts_) sizes.push_back(p.shape().dim(0));
+    OutputList pieces = ops::SplitV(scope, v, Tensor::FromVector<int64_t>(sizes),
+                                    Tensor::Scalar<int32_t>(0), static_cast<int64_t>(sizes.size()))
+                            .output;
+    if (pieces.size() != parts_.size()) return Operation();
+    for (size_t k = 0; k < parts_.size(); ++k)
+      assigns.push_back(parts_[k].Assign(scope, pieces[k]));
+  }
+  return ops::NoOp(scope.WithControlDependencies(assigns)).operation;
+}
+
+}  // namespace client
+}  // namespace graphrun

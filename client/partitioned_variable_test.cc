@@ -1,0 +1,175 @@
+// PartitionedVariable: TensorFlow's part names and sizes, save-slice info
+// (member and "_save_slice_info" attr), the full initial value split over
+// the parts (bit-equal to an unpartitioned variable's), reads, gathers and
+// assigns through the parts, and the errors.
+#include "client/partitioned_variable.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/client_session.h"
+#include "client/ops.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace graphrun {
+namespace client {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+bool BitEqual(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.TotalBytes() == b.TotalBytes() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
+}
+
+std::vector<int64_t> Dims(const PartialShape& s) {
+  return std::vector<int64_t>(s.dims().begin(), s.dims().end());
+}
+
+// A [7, 3] table with distinct, inexact values.
+Tensor Table() {
+  Tensor t(DT_FLOAT, TensorShape({7, 3}));
+  for (int i = 0; i < 21; ++i) t.flat<float>()[i] = 0.1f * static_cast<float>(i) - 0.7f;
+  return t;
+}
+
+TEST(PartitionedVariableTest, NamesSizesAndSaveSliceInfo) {
+  Scope root = Scope::NewRootScope();
+  PartitionedVariable w(root.WithOpName("w"), {7, 3}, DT_FLOAT, 3);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(w.name(), "w");
+  ASSERT_EQ(w.num_parts(), 3);
+  // TensorFlow's sizes: the first 7 % 3 parts get one row more.
+  const int64_t rows[] = {3, 2, 2}, offsets[] = {0, 3, 5};
+  for (int k = 0; k < 3; ++k) {
+    const Variable& p = w.parts()[k];
+    EXPECT_EQ(p.name(), absl::StrCat("w/part_", k));
+    EXPECT_THAT(Dims(p.shape()), ElementsAre(rows[k], 3));
+    EXPECT_EQ(w.part_offset(k), offsets[k]);
+    ASSERT_NE(p.save_slice_info(), nullptr);
+    EXPECT_EQ(p.save_slice_info()->full_name, "w");
+    EXPECT_EQ(p.save_slice_info()->Spec(), absl::StrCat("7 3 ", offsets[k], ",", rows[k], ":0,3"));
+    const auto& attrs = p.op().node()->def().attr();
+    ASSERT_TRUE(attrs.count("_save_slice_info"));
+    EXPECT_EQ(attrs.at("_save_slice_info").s(),
+              absl::StrCat("w 7 3 ", offsets[k], ",", rows[k], ":0,3"));
+  }
+  // More parts than rows: one row each.
+  PartitionedVariable small(root.WithOpName("small"), {2, 5}, DT_FLOAT, 4);
+  EXPECT_EQ(small.num_parts(), 2);
+  // A plain variable has no slice info.
+  Variable plain(root.WithOpName("plain"), {2}, DT_FLOAT);
+  EXPECT_EQ(plain.save_slice_info(), nullptr);
+}
+
+TEST(PartitionedVariableTest, InitialValueIsTheUnpartitionedOne) {
+  // Fan-dependent and random: per-part initialization would differ.
+  auto initial = [](int parts) {
+    Scope root = Scope::NewRootScope();
+    root.SetGraphSeed(5);
+    Output read;
+    if (parts == 0) {
+      Variable w(root.WithOpName("w"), {7, 3}, DT_FLOAT, init::GlorotUniform(11));
+      read = w.Read();
+    } else {
+      PartitionedVariable w(root.WithOpName("w"), {7, 3}, DT_FLOAT, parts, init::GlorotUniform(11));
+      read = w.Read();
+    }
+    ClientSession session(root);
+    EXPECT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(root)}).ok());
+    auto r = session.Run({read});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? (*r)[0] : Tensor();
+  };
+  Tensor whole = initial(0);
+  ASSERT_EQ(whole.shape(), TensorShape({7, 3}));
+  for (int parts : {1, 2, 3, 7}) {
+    EXPECT_TRUE(BitEqual(initial(parts), whole)) << parts << " parts";
+  }
+}
+
+TEST(PartitionedVariableTest, ReadGatherAndAssignGoThroughTheParts) {
+  Scope root = Scope::NewRootScope();
+  PartitionedVariable w(root.WithOpName("w"), {7, 3}, DT_FLOAT, 3);
+  Operation set = w.Assign(root, Table());
+  Output full = w.Read();
+  Output ids32 = ops::Const(root, Tensor::FromVector<int32_t>({6, 0, 3, 3, 2, 5}));
+  Tensor ids64_t(DT_INT64, TensorShape({2, 2}));
+  const int64_t ids64_v[] = {4, 1, 2, 6};
+  for (int i = 0; i < 4; ++i) ids64_t.flat<int64_t>()[i] = ids64_v[i];
+  Output ids64 = ops::Const(root, ids64_t);
+  Output rows32 = w.Gather(root, ids32);
+  Output rows64 = w.Gather(root, ids64);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(full.shape(), PartialShape({7, 3}));
+  EXPECT_EQ(rows32.shape(), PartialShape({6, 3}));
+  EXPECT_EQ(rows64.shape(), PartialShape({2, 2, 3}));
+  // Each part's gather runs next to the part.
+  int gathers = 0;
+  for (Node* n : root.graph()->nodes()) {
+    if (n->op() != "ResourceGather") continue;
+    ++gathers;
+    EXPECT_THAT(n->def().attr().at("_class").list().s(0), HasSubstr("loc:@w/part_"));
+  }
+  EXPECT_EQ(gathers, 6);
+
+  ClientSession session(root);
+  ASSERT_TRUE(session.Run({}, {}, {set}).ok());
+  auto r = session.Run({full, rows32, rows64, w.parts()[1].Read()});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Tensor table = Table();
+  EXPECT_TRUE(BitEqual((*r)[0], table));
+  auto expect_rows = [&](const Tensor& got, const std::vector<int>& ids) {
+    ASSERT_EQ(got.NumElements(), static_cast<int64_t>(ids.size() * 3));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      for (int j = 0; j < 3; ++j) {
+        EXPECT_EQ(got.flat<float>()[i * 3 + j], table.flat<float>()[ids[i] * 3 + j])
+            << "id " << ids[i];
+      }
+    }
+  };
+  expect_rows((*r)[1], {6, 0, 3, 3, 2, 5});
+  expect_rows((*r)[2], {4, 1, 2, 6});
+  // Part 1 holds rows 3 and 4.
+  ASSERT_EQ((*r)[3].shape(), TensorShape({2, 3}));
+  EXPECT_EQ((*r)[3].flat<float>()[0], table.flat<float>()[9]);
+  EXPECT_EQ((*r)[3].flat<float>()[5], table.flat<float>()[14]);
+}
+
+TEST(PartitionedVariableTest, ErrorsNameTheVariable) {
+  {
+    Scope root = Scope::NewRootScope();
+    PartitionedVariable w(root.WithOpName("w"), {-1, 3}, DT_FLOAT, 2, init::Zeros());
+    EXPECT_EQ(root.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(root.status().message(), HasSubstr("partitioned variable 'w'"));
+    EXPECT_TRUE(w.parts().empty());
+    EXPECT_EQ(w.Read().node(), nullptr);
+  }
+  {
+    Scope root = Scope::NewRootScope();
+    PartitionedVariable w(root.WithOpName("emb"), {4, 3}, DT_FLOAT, 0);
+    EXPECT_EQ(root.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(root.status().message(), HasSubstr("'emb'"));
+  }
+  {
+    Scope root = Scope::NewRootScope();
+    Variable v(root.WithOpName("v"), {2, 3}, DT_FLOAT);
+    SaveSliceInfo info{"full", TensorShape({4, 3}), {0, 0}, {3, 3}};  // not v's shape
+    v.SetSaveSliceInfo(info);
+    EXPECT_THAT(root.status().message(), HasSubstr("variable 'v'"));
+    EXPECT_EQ(v.save_slice_info(), nullptr);
+  }
+  {
+    Scope root = Scope::NewRootScope();
+    Variable v(root.WithOpName("v"), {2, 3}, DT_FLOAT);
+    v.SetSaveSliceInfo(SaveSliceInfo{"full", TensorShape({3, 3}), {2, 0}, {2, 3}});
+    EXPECT_THAT(root.status().message(), HasSubstr("leaves the full shape"));
+  }
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace graphrun
