@@ -13,10 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/client_session.h"
+#include "client/loop/sync_replicas_hook.h"
 #include "client/loop/training_loop.h"
 #include "client/ops.h"
 #include "client/train/models.h"
 #include "client/train/optimizers.h"
+#include "client/train/sync_replicas_optimizer.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/local_cluster.h"
 #include "distributed/rpc/grpc_server.h"
@@ -51,7 +53,9 @@ const FlagSet& TrainFlagSet() {
         .Bool("local", "one process, in-process session (no cluster)")
         .String("ps", "N", "PS tasks of the embedded cluster (default 2)")
         .String("workers", "M", "worker tasks of the embedded cluster (default 2)")
-        .Bool("sync", "synchronous replicas (not yet available)")
+        .Bool("sync",
+              "synchronous replicas: every update averages one batch of every "
+              "worker (SyncReplicasOptimizer); default async")
         .String("epochs", "E", "passes over the training set (default 5)")
         .String("steps", "S", "stop at global step S (instead of --epochs)")
         .String("batch_size", "B", "global batch, split over the workers (default 256)")
@@ -85,6 +89,8 @@ struct ReplicaGraph {
   Scope root = Scope::NewRootScope();
   std::unique_ptr<train::Layers> layers, eval_layers;
   std::unique_ptr<train::Optimizer> optimizer;
+  std::unique_ptr<train::SyncReplicasOptimizer> sync;  // --sync
+  std::shared_ptr<client::SyncReplicasHook> sync_hook;
   std::unique_ptr<Variable> global_step;
   client::TrainingGraph training;
   Operation eval_init;
@@ -192,6 +198,7 @@ struct ReplicaSpec {
   int64_t batch = 256;  // per replica
   bool chief = true;
   placement::DeviceFunction device_fn;  // empty: none
+  std::string target;                   // the replica's session target
 };
 
 // Builds replica `r`'s graph (and, on the chief, the evaluation tower).
@@ -209,8 +216,22 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
   g->layers = std::make_unique<train::Layers>(s, c.seed);
   train::Model m = BuildModel(c, *g->layers, in.images, in.labels, /*training=*/true);
   g->optimizer = MakeOptimizer(c);
-  GR_ASSIGN_OR_RETURN(Operation train_op,
-                      train::TrainOp(s, *g->layers, m.loss, *g->optimizer, g->global_step.get()));
+  Operation train_op;
+  if (c.sync) {
+    // Every update averages one batch of each replica.
+    train::SyncReplicasOptions so;
+    so.replicas_to_aggregate = r.num_replicas;
+    so.total_num_replicas = r.num_replicas;
+    g->sync = std::make_unique<train::SyncReplicasOptimizer>(g->optimizer.get(), so);
+    const auto& updates = g->layers->update_ops();
+    GR_ASSIGN_OR_RETURN(
+        train_op,
+        g->sync->Minimize(updates.empty() ? s : s.WithControlDependencies(updates), m.loss,
+                          g->layers->trainable_variables(), g->global_step.get()));
+  } else {
+    GR_ASSIGN_OR_RETURN(train_op,
+                        train::TrainOp(s, *g->layers, m.loss, *g->optimizer, g->global_step.get()));
+  }
   g->train_op_name = train_op.name();
   if (r.chief) {
     GR_ASSIGN_OR_RETURN(std::string test_images, FindIdx(c, "t10k-images-idx3-ubyte"));
@@ -237,6 +258,15 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
   GR_RETURN_IF_ERROR(s.status());
   if (with_loop) {
     loop_opts.is_chief = r.chief;
+    if (g->sync != nullptr) {
+      SessionOptions qr;
+      qr.target = r.target;
+      g->sync_hook = std::make_shared<client::SyncReplicasHook>(g->sync.get(), g->root, qr);
+      loop_opts.hooks.push_back(g->sync_hook);
+      // A synchronous step waits for every replica: bound it, so a dead
+      // peer fails the run instead of hanging it.
+      loop_opts.step_timeout_ms = 300000;
+    }
     GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(s, t, std::move(loop_opts)));
   }
   return g;
@@ -461,6 +491,9 @@ absl::Status RunReplicas(std::vector<std::unique_ptr<ReplicaGraph>>& graphs,
     });
   }
   for (auto& t : threads) t.join();
+  for (const auto& g : graphs) {
+    if (g->sync_hook != nullptr) GR_RETURN_IF_ERROR(g->sync_hook->status());
+  }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const ReplicaRun& r : runs) {
     if (!r.summary.ok() && !absl::IsCancelled(r.summary.status())) return r.summary.status();
@@ -556,6 +589,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     spec.batch = batch;
     spec.chief = static_cast<int>(i) == chief_at;
     spec.device_fn = fn;
+    spec.target = targets[i];
     runs[i].hook = std::make_shared<ProgressHook>(&progress, spec.chief, c.stop, &stop);
     client::TrainingLoopOptions lo = LoopOptions(c, last_step, batch, &stop);
     lo.hooks = {runs[i].hook};
@@ -666,6 +700,11 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   c.ps = static_cast<int>(ps);
   c.workers = static_cast<int>(workers);
   c.sync = f.GetBool("sync");
+  if (c.sync && c.local) {
+    return absl::InvalidArgumentError(
+        "--sync: synchronous replicas need a cluster (--ps/--workers); --local trains one "
+        "replica");
+  }
   if (f.Has("epochs") && f.Has("steps")) {
     return absl::InvalidArgumentError("--epochs and --steps: give one");
   }
@@ -709,12 +748,6 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
 }
 
 absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
-  if (c.sync) {
-    return absl::UnimplementedError(
-        "train --sync: synchronous replicas need the sync-replica ops (FIFOQueue, "
-        "ConditionalAccumulator), which are not available yet; run without --sync "
-        "(asynchronous updates)");
-  }
   if (!c.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(c.checkpoint_dir, ec);
@@ -731,8 +764,9 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
   }
   if (log != nullptr) {
     *log << "graphrun train: " << c.model << " on " << c.data_dir << ", "
-         << (c.local ? std::string("local (one process)")
-                     : absl::StrCat(c.ps, " PS + ", c.workers, " workers, async"))
+         << (c.local
+                 ? std::string("local (one process)")
+                 : absl::StrCat(c.ps, " PS + ", c.workers, " workers, ", c.sync ? "sync" : "async"))
          << ", " << c.optimizer << ", global batch " << c.batch_size << "\n";
   }
   if (c.local) return TrainLocal(c, log);
@@ -749,7 +783,8 @@ std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
       ", \"last_loss\": ", OptNum(r.last_loss), ", \"examples\": ", r.examples,
       ", \"seconds\": ", FormatDoubleShortest(r.seconds), ", \"model\": ", JsonQuote(c.model),
       ", \"mode\": ", JsonQuote(r.mode), ", \"ps\": ", r.num_ps, ", \"workers\": ", r.num_workers,
-      ", \"sync\": false", ", \"strategy\": ", c.local ? "null" : JsonQuote(c.strategy),
+      ", \"sync\": ", c.sync ? "true" : "false",
+      ", \"strategy\": ", c.local ? "null" : JsonQuote(c.strategy),
       ", \"optimizer\": ", JsonQuote(c.optimizer), ", \"batch_size\": ", c.batch_size,
       ", \"checkpoint\": ", r.checkpoint.empty() ? "null" : JsonQuote(r.checkpoint), "}");
 }
@@ -787,13 +822,15 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
 
 std::string TrainUsage() {
   return absl::StrCat(
-      "usage: graphrun train [--model=mlp|cnn] [--data=DIR] [--ps=N --workers=M | --local]\n"
+      "usage: graphrun train [--model=mlp|cnn] [--data=DIR] [--ps=N --workers=M [--sync] |\n"
+      "                      --local]\n"
       "                      [--epochs=E | --steps=S] [--batch_size=B] [--optimizer=...]\n"
       "                      [--learning_rate=LR] [--checkpoint_dir=DIR] [--strategy=NAME]\n"
       "                      [--format=text|json]\n\n"
       "Trains a model of the zoo on IDX files (Fashion-MNIST by default), by default on\n"
       "an in-process cluster of 2 PS and 2 worker tasks (between-graph replication,\n"
-      "async updates), evaluates it on the t10k files and prints one JSON line.\n"
+      "async updates; --sync averages every worker's batch into one update), evaluates it\n"
+      "on the t10k files and prints one JSON line.\n"
       "A second run with the same --checkpoint_dir resumes. With TF_CONFIG set, runs as\n"
       "that task of an external cluster.\n\nflags:\n",
       TrainFlagSet().Usage());

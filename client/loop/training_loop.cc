@@ -144,8 +144,22 @@ absl::StatusOr<std::string> TrainingLoop::Save(const ClientSession& session) {
 }
 
 absl::StatusOr<TrainingSummary> TrainingLoop::Run(const ClientSession& session) {
+  bool hooks_started = false;
+  absl::StatusOr<TrainingSummary> r = RunSteps(session, &hooks_started);
+  if (!r.ok() && hooks_started) {
+    for (const auto& hook : options_.hooks) hook->OnError(session, r.status());
+  }
+  return r;
+}
+
+absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& session,
+                                                       bool* hooks_started) {
   TrainingSummary summary;
   GR_ASSIGN_OR_RETURN(summary.restored_from_step, PrepareVariables(session));
+  *hooks_started = true;
+  for (const auto& hook : options_.hooks) {
+    GR_RETURN_IF_ERROR(hook->AfterInit(session, options_.is_chief));
+  }
   GR_ASSIGN_OR_RETURN(summary.initial_global_step, ReadGlobalStep(session));
   summary.global_step = summary.initial_global_step;
   if (graph_.iterator_init.node() != nullptr) {
@@ -160,9 +174,12 @@ absl::StatusOr<TrainingSummary> TrainingLoop::Run(const ClientSession& session) 
     if (options_.stop != nullptr && options_.stop->load()) return true;
     return options_.last_step >= 0 && summary.global_step >= options_.last_step;
   };
+  tensorflow::RunOptions step_options;
+  if (options_.step_timeout_ms > 0) step_options.set_timeout_in_ms(options_.step_timeout_ms);
   StepInfo info;
   while (!should_stop()) {
-    absl::StatusOr<std::vector<Tensor>> out = session.Run({}, fetches, {graph_.train_op});
+    absl::StatusOr<std::vector<Tensor>> out =
+        session.Run({}, fetches, {graph_.train_op}, step_options, nullptr);
     if (absl::IsOutOfRange(out.status())) {
       ++summary.epochs_completed;
       if (options_.max_epochs >= 0 && summary.epochs_completed >= options_.max_epochs) break;
@@ -197,6 +214,7 @@ absl::StatusOr<TrainingSummary> TrainingLoop::Run(const ClientSession& session) 
     }
   }
   summary.seconds = SecondsSince(t0);
+  for (const auto& hook : options_.hooks) GR_RETURN_IF_ERROR(hook->AfterLoop(session));
   summary.examples_per_sec = summary.seconds > 0 ? summary.examples / summary.seconds : 0;
   if (saver_.has_value() && options_.save_at_end) {
     GR_ASSIGN_OR_RETURN(summary.global_step, ReadGlobalStep(session));

@@ -81,11 +81,31 @@ struct TrainingSummary {
   std::string last_checkpoint;  // chief: the newest prefix written
 };
 
+// Called by TrainingLoop::Run, in this order: AfterInit once the
+// variables are ready (chief: initialized or restored; others: seen
+// initialized); AfterStep after every step; AfterLoop when the steps end,
+// before the final checkpoint; End with the summary. OnError instead of
+// the rest when Run fails after AfterInit was called.
 class TrainingHook {
  public:
   virtual ~TrainingHook() = default;
+  // An error fails the run.
+  virtual absl::Status AfterInit(const ClientSession& session, bool is_chief) {
+    (void)session;
+    (void)is_chief;
+    return absl::OkStatus();
+  }
   virtual void AfterStep(const StepInfo& step, const std::vector<std::string>& metric_names) = 0;
+  // An error fails the run.
+  virtual absl::Status AfterLoop(const ClientSession& session) {
+    (void)session;
+    return absl::OkStatus();
+  }
   virtual void End(const TrainingSummary& summary) { (void)summary; }
+  virtual void OnError(const ClientSession& session, const absl::Status& status) {
+    (void)session;
+    (void)status;
+  }
 };
 
 // Logs every `every_n_steps` local steps one line
@@ -119,6 +139,9 @@ struct TrainingLoopOptions {
   absl::Duration init_timeout = absl::Seconds(120);
   absl::Duration init_poll_interval = absl::Milliseconds(50);
   std::vector<std::shared_ptr<TrainingHook>> hooks;
+  // Deadline of each training step (0: none); a step past it fails the
+  // run with DeadlineExceeded (e.g. a synchronous step whose peers died).
+  int64_t step_timeout_ms = 0;
   // Set by another thread to stop after the current step; may be null.
   const std::atomic<bool>* stop = nullptr;
 };
@@ -148,6 +171,7 @@ class TrainingLoop {
 
  private:
   TrainingLoop() = default;
+  absl::StatusOr<TrainingSummary> RunSteps(const ClientSession& session, bool* hooks_started);
   absl::StatusOr<std::optional<int64_t>> PrepareVariables(const ClientSession& session);
   absl::StatusOr<bool> AllInitialized(const ClientSession& session) const;
 

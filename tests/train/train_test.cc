@@ -1,5 +1,5 @@
 // graphrun train on Fashion-MNIST: accuracy locally and on an in-process
-// 2 PS + 2 worker cluster (async), and resume after a kill.
+// 2 PS + 2 worker cluster (async and sync), and resume after a kill.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,6 +93,60 @@ TEST(TrainTest, DistributedAsyncReachesAccuracyAndResumes) {
   EXPECT_GE(*r2->test_accuracy, 0.84);
 }
 
+// 2 PS + 2 workers, synchronous: every global step averages one batch of
+// 128 from each worker (256 examples), so the counts are exact and the
+// run is deterministic (an average of two gradients does not depend on
+// their arrival order); then a resumed run.
+TEST(TrainTest, DistributedSyncReachesAccuracyDeterministicallyAndResumes) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  TrainConfig c = Config(TempDir("sync"));
+  c.sync = true;
+  c.steps = 705;  // 3 epochs
+  std::ostringstream log;
+  auto r = Train(c, &log);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::cout << log.str() << TrainResultToJson(c, *r) << "\n";
+  EXPECT_EQ(r->global_step, 705);
+  EXPECT_EQ(r->examples, 705 * 256);
+  ASSERT_TRUE(r->test_accuracy.has_value());
+  EXPECT_GE(*r->test_accuracy, 0.85);
+  EXPECT_NE(TrainResultToJson(c, *r).find("\"sync\": true"), std::string::npos);
+  EXPECT_NE(log.str().find("2 PS + 2 workers, sync"), std::string::npos) << log.str();
+
+  // Resume: continues from step 705 with the restored weights.
+  TrainConfig again = c;
+  again.steps = 805;
+  auto r2 = Train(again, nullptr);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  ASSERT_TRUE(r2->restored_from_step.has_value());
+  EXPECT_EQ(*r2->restored_from_step, 705);
+  EXPECT_EQ(r2->global_step, 805);
+  EXPECT_EQ(r2->examples, 100 * 256);
+  ASSERT_TRUE(r2->first_loss.has_value());
+  EXPECT_LT(*r2->first_loss, 1.0);
+
+  // Two fresh runs with the same seed end bit-identical.
+  TrainConfig a = Config("");
+  a.sync = true;
+  a.steps = 60;
+  auto ra = Train(a, nullptr);
+  auto rb = Train(a, nullptr);
+  ASSERT_TRUE(ra.ok()) << ra.status();
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  ASSERT_TRUE(ra->test_loss.has_value() && rb->test_loss.has_value());
+  EXPECT_EQ(*ra->test_loss, *rb->test_loss);
+  EXPECT_EQ(*ra->last_loss, *rb->last_loss);
+  EXPECT_EQ(ra->global_step, 60);
+}
+
+TEST(TrainTest, SyncNeedsACluster) {
+  auto c = ParseTrainFlags({"--sync", "--local"});
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << c.status();
+  auto ok = ParseTrainFlags({"--sync", "--ps=1", "--workers=3"});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->sync);
+}
+
 std::string Runfile(const std::string& rel) {
   return std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/" + rel;
 }
@@ -169,14 +223,6 @@ TEST(TrainTest, ResumesAfterKill) {
   ASSERT_NE(first_loss_at, std::string::npos);
   double first_loss = std::atof(out.c_str() + first_loss_at + 14);
   EXPECT_LT(first_loss, 1.0) << out;  // restored weights, not a fresh model
-}
-
-TEST(TrainTest, SyncIsUnimplementedWithAClearMessage) {
-  TrainConfig c;
-  c.sync = true;
-  auto r = Train(c, nullptr);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("--sync"), std::string::npos);
 }
 
 TEST(TrainTest, FlagErrorsAreUsageErrors) {

@@ -1,0 +1,70 @@
+// SyncReplicasHook: runs a SyncReplicasOptimizer inside a TrainingLoop
+// (TensorFlow's SyncReplicasOptimizer.make_session_run_hook).
+//
+//   AfterInit  chief: chief_init_op, then the chief queue runner — a thread
+//              running chief_sync_op in a loop on a second session of its
+//              own (so its blocking take never holds up the loop's
+//              session); every worker: local_step_init_op.
+//   AfterLoop  chief: stops the queue runner (closing its session cancels
+//              the take it is blocked in) before the final checkpoint.
+//   OnError    closes the token queue, so workers blocked on a token fail
+//              at once instead of waiting for an update that never comes;
+//              stops the queue runner.
+// A failing queue runner also closes the token queue; its error is kept
+// (status()) and returned by the chief's next AfterLoop.
+//
+// Thread-safe: the loop's thread and the queue runner's.
+#ifndef GRAPHRUN_CLIENT_LOOP_SYNC_REPLICAS_HOOK_H_
+#define GRAPHRUN_CLIENT_LOOP_SYNC_REPLICAS_HOOK_H_
+
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "client/client_session.h"
+#include "client/loop/training_loop.h"
+#include "client/scope.h"
+#include "client/train/sync_replicas_optimizer.h"
+
+namespace graphrun {
+namespace client {
+
+class SyncReplicasHook : public TrainingHook {
+ public:
+  // `scope`: the graph holding the optimizer's ops; `queue_runner_options`:
+  // how the chief opens the queue runner's session (the loop's target).
+  // The optimizer must outlive the hook.
+  SyncReplicasHook(const train::SyncReplicasOptimizer* optimizer, const Scope& scope,
+                   SessionOptions queue_runner_options);
+  ~SyncReplicasHook() override;
+
+  absl::Status AfterInit(const ClientSession& session, bool is_chief) override;
+  void AfterStep(const StepInfo&, const std::vector<std::string>&) override {}
+  absl::Status AfterLoop(const ClientSession& session) override;
+  void OnError(const ClientSession& session, const absl::Status& status) override;
+
+  // The queue runner's error (OK while it runs or after a clean stop).
+  absl::Status status() const;
+  // Updates the queue runner applied.
+  int64_t updates() const;
+
+ private:
+  void QueueRunner();
+  void StopQueueRunner();
+
+  const train::SyncReplicasOptimizer* optimizer_;
+  Scope scope_;
+  SessionOptions options_;
+  mutable std::mutex mu_;
+  std::unique_ptr<ClientSession> qr_session_;
+  std::thread qr_thread_;
+  bool stopping_ = false;
+  absl::Status qr_status_;
+  int64_t updates_ = 0;
+};
+
+}  // namespace client
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_CLIENT_LOOP_SYNC_REPLICAS_HOOK_H_
