@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/ops.h"
 #include "placement/partitioners.h"
 
@@ -14,17 +15,26 @@ namespace client {
 PartitionedVariable::PartitionedVariable(const Scope& scope, const PartialShape& shape,
                                          DataType dtype, int num_parts)
     : scope_(scope), shape_(shape), dtype_(dtype) {
-  Build(scope, num_parts, nullptr);
+  Build(scope, num_parts, {}, nullptr);
 }
 
 PartitionedVariable::PartitionedVariable(const Scope& scope, const PartialShape& shape,
                                          DataType dtype, int num_parts,
                                          const Initializer& initializer)
     : scope_(scope), shape_(shape), dtype_(dtype) {
-  Build(scope, num_parts, &initializer);
+  Build(scope, num_parts, {}, &initializer);
 }
 
-void PartitionedVariable::Build(const Scope& scope, int num_parts, const Initializer* initializer) {
+PartitionedVariable::PartitionedVariable(const Scope& scope, const PartialShape& shape,
+                                         DataType dtype, std::vector<int64_t> part_sizes,
+                                         const Initializer& initializer)
+    : scope_(scope), shape_(shape), dtype_(dtype) {
+  const int n = static_cast<int>(part_sizes.size());
+  Build(scope, n, std::move(part_sizes), &initializer);
+}
+
+void PartitionedVariable::Build(const Scope& scope, int num_parts, std::vector<int64_t> sizes,
+                                const Initializer* initializer) {
   if (!scope.ok()) return;
   name_ = scope.GetUniqueNameForOp("PartitionedVariable");
   if (!shape_.fully_defined() || shape_.rank() < 1) {
@@ -39,11 +49,25 @@ void PartitionedVariable::Build(const Scope& scope, int num_parts, const Initial
     return;
   }
   const TensorShape full = shape_.ToTensorShape();
-  const int k_parts =
-      static_cast<int>(std::min<int64_t>(num_parts, std::max<int64_t>(1, full.dim_size(0))));
-  const std::vector<int64_t> sizes = full.dim_size(0) == 0
-                                         ? std::vector<int64_t>{0}
-                                         : placement::ShardSizes(full.dim_size(0), k_parts);
+  if (!sizes.empty()) {
+    int64_t sum = 0;
+    bool positive = true;
+    for (int64_t n : sizes) {
+      sum += n;
+      positive = positive && n >= 1;
+    }
+    if (!positive || sum != full.dim_size(0)) {
+      scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
+          "partitioned variable '", name_, "': part sizes [", absl::StrJoin(sizes, ","),
+          "] do not split ", full.dim_size(0), " rows into parts of at least one row")));
+      return;
+    }
+  } else {
+    const int k_parts =
+        static_cast<int>(std::min<int64_t>(num_parts, std::max<int64_t>(1, full.dim_size(0))));
+    sizes = full.dim_size(0) == 0 ? std::vector<int64_t>{0}
+                                  : placement::ShardSizes(full.dim_size(0), k_parts);
+  }
   scope_ = scope.WithNameScope(name_).WithNoControlDependencies();
 
   // The full initial value, split by rows.

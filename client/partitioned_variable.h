@@ -63,6 +63,10 @@ class PartitionedVariable {
   PartitionedVariable(const Scope& scope, const PartialShape& shape, DataType dtype, int num_parts);
   PartitionedVariable(const Scope& scope, const PartialShape& shape, DataType dtype, int num_parts,
                       const Initializer& initializer);
+  // Parts of the given row counts (each >= 1, summing to shape.dim(0);
+  // else InvalidArgument on the scope), e.g. a placement plan's shards.
+  PartitionedVariable(const Scope& scope, const PartialShape& shape, DataType dtype,
+                      std::vector<int64_t> part_sizes, const Initializer& initializer);
 
   // The full variable's name ("w"), shape and dtype.
   const std::string& name() const { return name_; }
@@ -86,7 +90,9 @@ class PartitionedVariable {
   Operation Assign(const Scope& scope, const Input& value) const;
 
  private:
-  void Build(const Scope& scope, int num_parts, const Initializer* initializer);
+  // `sizes` empty: TensorFlow's even sizes for `num_parts`.
+  void Build(const Scope& scope, int num_parts, std::vector<int64_t> sizes,
+             const Initializer* initializer);
 
   Scope scope_;  // "<name>" name scope, no control dependencies
   std::string name_;

@@ -36,6 +36,36 @@ Tensor Table() {
   return t;
 }
 
+// Explicit part sizes (a placement plan's shards): rows, offsets, the
+// same full initial value; sizes that do not split the rows are an error
+// naming the variable.
+TEST(PartitionedVariableTest, ExplicitPartSizes) {
+  Scope root = Scope::NewRootScope();
+  Tensor table = Table();
+  PartitionedVariable w(root.WithOpName("w"), {7, 3}, DT_FLOAT, std::vector<int64_t>{1, 4, 2},
+                        init::Constant(table));
+  ASSERT_TRUE(root.ok()) << root.status();
+  ASSERT_EQ(w.num_parts(), 3);
+  EXPECT_THAT(Dims(w.parts()[1].shape()), ElementsAre(4, 3));
+  EXPECT_EQ(w.part_offset(1), 1);
+  EXPECT_EQ(w.part_offset(2), 5);
+  EXPECT_EQ(w.parts()[2].save_slice_info()->Spec(), "7 3 5,2:0,3");
+  Output read = w.Read();
+  ClientSession session(root);
+  ASSERT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(root)}).ok());
+  auto v = session.Run({read});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_TRUE(BitEqual((*v)[0], table));
+
+  for (const std::vector<int64_t>& bad : {std::vector<int64_t>{3, 3}, {7, 0}, {8, -1}}) {
+    Scope r = Scope::NewRootScope();
+    PartitionedVariable x(r.WithOpName("x"), {7, 3}, DT_FLOAT, bad, init::Zeros());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("'x'"));
+    EXPECT_TRUE(x.parts().empty());
+  }
+}
+
 TEST(PartitionedVariableTest, NamesSizesAndSaveSliceInfo) {
   Scope root = Scope::NewRootScope();
   PartitionedVariable w(root.WithOpName("w"), {7, 3}, DT_FLOAT, 3);

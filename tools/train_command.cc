@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/client_session.h"
 #include "client/loop/sync_replicas_hook.h"
 #include "client/loop/training_loop.h"
@@ -197,8 +198,9 @@ struct ReplicaSpec {
   int num_replicas = 1;
   int64_t batch = 256;  // per replica
   bool chief = true;
-  placement::DeviceFunction device_fn;  // empty: none
-  std::string target;                   // the replica's session target
+  placement::DeviceFunction device_fn;                     // empty: none
+  std::string target;                                      // the replica's session target
+  std::map<std::string, std::vector<int64_t>> partitions;  // variable -> part rows
 };
 
 // Builds replica `r`'s graph (and, on the chief, the evaluation tower).
@@ -213,7 +215,10 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
   g->global_step = std::make_unique<Variable>(train::CreateGlobalStep(s));
   Input in = BuildInput(s.NewSubScope("input"), c, train_images, train_labels, r.batch, r.index,
                         r.num_replicas, /*shuffle=*/true);
-  g->layers = std::make_unique<train::Layers>(s, c.seed);
+  train::LayersOptions layer_options;
+  layer_options.seed = c.seed;
+  if (!r.partitions.empty()) layer_options.part_sizes = train::PartSizesByName(r.partitions);
+  g->layers = std::make_unique<train::Layers>(s, layer_options);
   train::Model m = BuildModel(c, *g->layers, in.images, in.labels, /*training=*/true);
   g->optimizer = MakeOptimizer(c);
   Operation train_op;
@@ -394,47 +399,65 @@ void PrintPlacement(const ReplicaGraph& g, const TrainConfig& c, int num_ps, int
   log << absl::StrFormat("  imbalance (max/mean bytes over PS tasks): %.3f\n", report->imbalance);
 }
 
-// The per-node PS strategy for `name`; `balanced` (a whole-graph strategy)
-// is planned once over the model's GraphDef (variables not split) and then
-// replayed per node.
-absl::StatusOr<std::function<std::shared_ptr<placement::PsStrategy>()>> StrategyFactory(
-    const TrainConfig& c, int num_ps, int num_workers) {
+// The model's forward graph alone (input, layers, loss; no optimizer and
+// no devices): what `balanced` plans over, so that every model variable is
+// splittable (an optimizer's Apply op ties a variable to its slots).
+absl::StatusOr<tensorflow::GraphDef> ForwardGraph(const TrainConfig& c, int64_t batch) {
+  Scope root = Scope::NewRootScope();
+  root.SetGraphSeed(c.seed);
+  GR_ASSIGN_OR_RETURN(std::string images, FindIdx(c, "train-images-idx3-ubyte"));
+  GR_ASSIGN_OR_RETURN(std::string labels, FindIdx(c, "train-labels-idx1-ubyte"));
+  Input in = BuildInput(root.NewSubScope("input"), c, images, labels, batch, 0, 1, true);
+  train::Layers layers(root, c.seed);
+  BuildModel(c, layers, in.images, in.labels, /*training=*/true);
+  GR_RETURN_IF_ERROR(root.status());
+  return root.ToGraphDef();
+}
+
+struct VariablePlan {
+  std::function<std::shared_ptr<placement::PsStrategy>()> strategy;
+  // Variables built as axis-0 parts "<name>/part_k" of these row counts
+  // (balanced's shards).
+  std::map<std::string, std::vector<int64_t>> partitions;
+};
+
+// The per-node PS strategy for `name`. `balanced` (a whole-graph strategy)
+// is planned once over the model's forward graph: the variables it splits
+// are built partitioned (each part with its own optimizer slots, on the
+// task the plan gives that shard), the others go where the plan puts them.
+absl::StatusOr<VariablePlan> PlanVariables(const TrainConfig& c, int num_ps, int num_workers) {
   auto& registry = placement::PsStrategyRegistry::Default();
   if (!registry.Contains(c.strategy)) {
     return absl::InvalidArgumentError(absl::StrCat("train: unknown --strategy=", c.strategy));
   }
+  VariablePlan out;
   if (!registry.IsGraphStrategy(c.strategy)) {
     std::string name = c.strategy;
     GR_RETURN_IF_ERROR(registry.Create(name, num_ps).status());
-    return std::function<std::shared_ptr<placement::PsStrategy>()>(
-        [name, num_ps]() -> std::shared_ptr<placement::PsStrategy> {
-          return std::shared_ptr<placement::PsStrategy>(
-              *placement::PsStrategyRegistry::Default().Create(name, num_ps));
-        });
+    out.strategy = [name, num_ps]() -> std::shared_ptr<placement::PsStrategy> {
+      return std::shared_ptr<placement::PsStrategy>(
+          *placement::PsStrategyRegistry::Default().Create(name, num_ps));
+    };
+    return out;
   }
   if (c.strategy != "balanced") {
     return absl::InvalidArgumentError(absl::StrCat("train: whole-graph strategy '", c.strategy,
                                                    "' cannot place variables at build time; "
                                                    "use balanced, greedy_bytes or round_robin"));
   }
-  // Probe: the chief's graph without devices.
-  ReplicaSpec probe;
-  probe.num_replicas = num_workers;
-  probe.batch = c.batch_size / num_workers;
-  GR_ASSIGN_OR_RETURN(auto g, BuildReplica(c, probe, false, {}));
-  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def, g->root.ToGraphDef());
+  const int64_t batch = std::max<int64_t>(1, c.batch_size / num_workers);
+  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def, ForwardGraph(c, batch));
   placement::GraphStrategyContext ctx;
   ctx.num_tasks = num_ps;
   ctx.ps_ops = placement::DefaultPsOps();
-  ctx.batch_size = probe.batch;
-  placement::BalancedOptions bo;
-  bo.allow_split = false;
-  GR_ASSIGN_OR_RETURN(placement::BalancedPlan plan, placement::PlanBalanced(def, ctx, bo));
+  ctx.batch_size = batch;
+  GR_ASSIGN_OR_RETURN(placement::BalancedPlan plan, placement::PlanBalanced(def, ctx));
+  for (const placement::ShardPlan& sp : plan.shards) out.partitions[sp.variable] = sp.sizes;
   auto tasks = plan.tasks;
-  return std::function<std::shared_ptr<placement::PsStrategy>()>(
-      [tasks, num_ps]() -> std::shared_ptr<placement::PsStrategy> {
-        return placement::NewFixedMapStrategy(tasks, num_ps);
-      });
+  out.strategy = [tasks, num_ps]() -> std::shared_ptr<placement::PsStrategy> {
+    return placement::NewFixedMapStrategy(tasks, num_ps);
+  };
+  return out;
 }
 
 client::TrainingLoopOptions LoopOptions(const TrainConfig& c, int64_t last_step,
@@ -566,13 +589,18 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
   GR_ASSIGN_OR_RETURN(int64_t batch, data::PerReplicaBatchSize(c.batch_size, num_replicas));
   GR_ASSIGN_OR_RETURN(int64_t per_epoch, StepsPerEpoch(c, num_replicas, batch));
   const int64_t last_step = LastStep(c, per_epoch);
-  GR_ASSIGN_OR_RETURN(auto make_strategy, StrategyFactory(c, num_ps, num_replicas));
+  GR_ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(c, num_ps, num_replicas));
   TrainResult result;
   result.num_ps = num_ps;
   result.num_workers = num_replicas;
-  result.strategy_used = c.strategy == "balanced"
-                             ? "balanced (planned over the model graph, variables not split)"
-                             : c.strategy;
+  result.strategy_used = c.strategy;
+  if (c.strategy == "balanced" && !plan.partitions.empty()) {
+    std::vector<std::string> split;
+    for (const auto& [name, rows] : plan.partitions) {
+      split.push_back(absl::StrCat(name, " into ", rows.size()));
+    }
+    result.strategy_used = absl::StrCat("balanced, split ", absl::StrJoin(split, ", "));
+  }
   ClusterProgress progress(log, c.log_every, per_epoch);
   std::atomic<bool> stop{false};
   std::vector<std::unique_ptr<ReplicaGraph>> graphs;
@@ -581,7 +609,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     placement::ReplicaDeviceSetterOptions rds;
     rds.ps_tasks = num_ps;
     rds.worker_device = worker_devices[i];
-    rds.ps_strategy = make_strategy();
+    rds.ps_strategy = plan.strategy();
     GR_ASSIGN_OR_RETURN(placement::DeviceFunction fn, placement::ReplicaDeviceSetter(rds));
     ReplicaSpec spec;
     spec.index = replica_index[i];
@@ -590,6 +618,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     spec.chief = static_cast<int>(i) == chief_at;
     spec.device_fn = fn;
     spec.target = targets[i];
+    spec.partitions = plan.partitions;
     runs[i].hook = std::make_shared<ProgressHook>(&progress, spec.chief, c.stop, &stop);
     client::TrainingLoopOptions lo = LoopOptions(c, last_step, batch, &stop);
     lo.hooks = {runs[i].hook};

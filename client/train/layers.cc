@@ -33,8 +33,15 @@ VariablePartitioner PartitionsByName(std::map<std::string, int> parts) {
   };
 }
 
+VariablePartSizes PartSizesByName(std::map<std::string, std::vector<int64_t>> sizes) {
+  return [sizes = std::move(sizes)](const std::string& name, const PartialShape&) {
+    auto it = sizes.find(name);
+    return it == sizes.end() ? std::vector<int64_t>() : it->second;
+  };
+}
+
 Layers::Layers(const Scope& scope, std::optional<int64_t> seed)
-    : Layers(scope, LayersOptions{seed, nullptr}) {}
+    : Layers(scope, LayersOptions{seed, nullptr, nullptr}) {}
 
 Layers::Layers(const Scope& scope, LayersOptions options)
     : scope_(scope), options_(std::move(options)), store_(std::make_shared<Store>()) {}
@@ -78,17 +85,22 @@ Layers::Weights Layers::GetWeights(const Scope& layer_scope, const std::string& 
   const std::string key = absl::StrCat(layer, "/", name);
   auto it = store_->partitioned.find(key);
   if (it == store_->partitioned.end()) {
-    const int parts =
-        store_->whole.count(key) || reuse_ || !options_.partitioner
-            ? 1
-            : options_.partitioner(absl::StrCat(layer_scope.name_prefix(), "/", name), shape);
+    const bool may_split = !store_->whole.count(key) && !reuse_;
+    const std::string full_name = absl::StrCat(layer_scope.name_prefix(), "/", name);
+    std::vector<int64_t> sizes;
+    if (may_split && options_.part_sizes) sizes = options_.part_sizes(full_name, shape);
+    const int parts = !sizes.empty()                      ? static_cast<int>(sizes.size())
+                      : may_split && options_.partitioner ? options_.partitioner(full_name, shape)
+                                                          : 1;
     if (parts <= 1) {
       w.whole = GetVariable(layer_scope, layer, name, shape, init, true);
       return w;
     }
     it = store_->partitioned
-             .emplace(key, PartitionedVariable(layer_scope.WithOpName(name), shape, DT_FLOAT, parts,
-                                               init))
+             .emplace(key, sizes.empty() ? PartitionedVariable(layer_scope.WithOpName(name), shape,
+                                                               DT_FLOAT, parts, init)
+                                         : PartitionedVariable(layer_scope.WithOpName(name), shape,
+                                                               DT_FLOAT, sizes, init))
              .first;
   }
   if (it->second.parts().empty()) return w;

@@ -67,6 +67,12 @@ using VariablePartitioner =
 // every other variable stays whole.
 VariablePartitioner PartitionsByName(std::map<std::string, int> parts);
 
+// Explicit row counts of the parts of a variable (as a placement plan's
+// shards); empty or one entry keeps it whole.
+using VariablePartSizes =
+    std::function<std::vector<int64_t>(const std::string& var_name, const PartialShape& shape)>;
+VariablePartSizes PartSizesByName(std::map<std::string, std::vector<int64_t>> sizes);
+
 struct LayersOptions {
   // Makes initializers and dropout deterministic (each op gets the graph
   // seed and its own op seed).
@@ -74,6 +80,8 @@ struct LayersOptions {
   // Asked for Dense kernels and Embedding tables only. Null: nothing is
   // partitioned.
   VariablePartitioner partitioner;
+  // Like `partitioner` with the parts' row counts; takes precedence.
+  VariablePartSizes part_sizes;
 };
 
 class Layers {
