@@ -1,12 +1,6 @@
 #include "tools/cluster_command.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -17,6 +11,7 @@
 #include "distributed/local_cluster.h"
 #include "graph/status.h"
 #include "tools/flags.h"
+#include "tools/process_util.h"
 
 namespace graphrun {
 namespace tools {
@@ -38,67 +33,6 @@ const FlagSet& ClusterFlagSet() {
     return f;
   }();
   return *kFlags;
-}
-
-// A port that was free a moment ago (the child binds it right after).
-absl::StatusOr<int> PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return absl::UnavailableError("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return absl::UnavailableError("cannot bind a loopback port");
-  }
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
-
-bool Accepts(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
-struct Child {
-  pid_t pid;
-  std::string task;
-  int port;
-};
-
-void StopChildren(std::vector<Child>& children) {
-  for (const Child& c : children) {
-    if (c.pid > 0) kill(c.pid, SIGTERM);
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopTimeoutMs);
-  for (Child& c : children) {
-    while (c.pid > 0) {
-      int st;
-      pid_t r = waitpid(c.pid, &st, WNOHANG);
-      if (r == c.pid || r < 0) {
-        c.pid = 0;
-        break;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(c.pid, SIGKILL);
-        waitpid(c.pid, &st, 0);
-        c.pid = 0;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
 }
 
 }  // namespace
@@ -174,69 +108,45 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   }
 
   distributed::ClusterSpec spec;
-  std::vector<Child> children;
+  std::vector<ChildProcess> children;
+  auto ports = PickFreePorts(static_cast<int>(*ps + *workers + *chief));
+  if (!ports.ok()) {
+    err << StatusToLine(ports.status()) << "\n";
+    return kExitFailure;
+  }
   for (const auto& [job, n] : jobs) {
     for (int i = 0; i < n; ++i) {
-      auto port = PickFreePort();
-      if (!port.ok()) {
-        err << StatusToLine(port.status()) << "\n";
-        return kExitFailure;
-      }
-      spec.AddTask(job, absl::StrCat("127.0.0.1:", *port));
-      children.push_back({0, distributed::TaskName(job, i), *port});
+      const int port = (*ports)[children.size()];
+      spec.AddTask(job, absl::StrCat("127.0.0.1:", port));
+      ChildProcess c;
+      c.task = distributed::TaskName(job, i);
+      c.port = port;
+      children.push_back(c);
     }
   }
   const std::string spec_json = spec.ToJson();
   size_t k = 0;
   for (const auto& [job, n] : jobs) {
     for (int i = 0; i < n; ++i, ++k) {
-      std::vector<std::string> argv = {"graphrun",
-                                       "server",
-                                       "--cluster=" + spec_json,
-                                       "--job=" + job,
-                                       absl::StrCat("--task=", i),
-                                       absl::StrCat("--cpus=", *cpus),
-                                       absl::StrCat("--intra_op_threads=", *intra),
-                                       absl::StrCat("--inter_op_threads=", *inter)};
-      std::vector<char*> cargv;
-      for (auto& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      pid_t pid = fork();
-      if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        sigprocmask(SIG_SETMASK, &old, nullptr);
-        execv("/proc/self/exe", cargv.data());
-        _exit(127);
-      }
-      if (pid < 0) {
-        err << "Unavailable: cluster: fork failed\n";
-        StopChildren(children);
+      auto pid = SpawnProcess(
+          "/proc/self/exe",
+          {"server", "--cluster=" + spec_json, "--job=" + job, absl::StrCat("--task=", i),
+           absl::StrCat("--cpus=", *cpus), absl::StrCat("--intra_op_threads=", *intra),
+           absl::StrCat("--inter_op_threads=", *inter)},
+          {}, "");
+      if (!pid.ok()) {
+        err << "Unavailable: cluster: " << pid.status().message() << "\n";
+        StopProcesses(children, kStopTimeoutMs);
         return kExitFailure;
       }
-      children[k].pid = pid;
+      children[k].pid = *pid;
     }
   }
   // Ready when every task accepts connections (bounded).
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadyTimeoutMs);
-  for (const Child& c : children) {
-    while (!Accepts(c.port)) {
-      int st;
-      if (waitpid(c.pid, &st, WNOHANG) == c.pid) {
-        err << "Unavailable: cluster: task " << c.task << " exited before listening\n";
-        for (Child& d : children) {
-          if (d.pid == c.pid) d.pid = 0;
-        }
-        StopChildren(children);
-        return kExitFailure;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        err << "DeadlineExceeded: cluster: task " << c.task << " did not listen on port " << c.port
-            << " within " << kReadyTimeoutMs << " ms\n";
-        StopChildren(children);
-        return kExitFailure;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+  if (absl::Status ready = WaitUntilListening(children, kReadyTimeoutMs); !ready.ok()) {
+    err << absl::StatusCodeToString(ready.code()) << ": cluster: " << ready.message() << "\n";
+    StopProcesses(children, kStopTimeoutMs);
+    return kExitFailure;
   }
   out << spec_json << std::endl;
   int exit_code = kExitOk;
@@ -245,11 +155,10 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
     sigwait(&waitset, &sig);
     if (sig != SIGCHLD) break;
     bool died = false;
-    for (Child& c : children) {
-      int st;
-      if (c.pid > 0 && waitpid(c.pid, &st, WNOHANG) == c.pid) {
-        err << "Unavailable: cluster: task " << c.task << " exited (status " << st << ")\n";
-        c.pid = 0;
+    for (ChildProcess& c : children) {
+      if (c.pid > 0 && Reap(c)) {
+        err << "Unavailable: cluster: task " << c.task << " exited (status " << c.exit_status
+            << ")\n";
         died = true;
       }
     }
@@ -258,7 +167,7 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
       break;
     }
   }
-  StopChildren(children);
+  StopProcesses(children, kStopTimeoutMs);
   return exit_code;
 }
 

@@ -1,5 +1,7 @@
 #include "tools/train_command.h"
 
+#include <sys/wait.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,6 +35,7 @@
 #include "placement/replica_device_setter.h"
 #include "tools/flags.h"
 #include "tools/json.h"
+#include "tools/process_util.h"
 #include "tools/server_command.h"
 
 namespace graphrun {
@@ -52,6 +56,9 @@ const FlagSet& TrainFlagSet() {
     f->String("model", "mlp|cnn", "model of the zoo (default mlp)")
         .String("data", "DIR", "IDX files (default /usr/share/datasets/fashion-mnist)")
         .Bool("local", "one process, in-process session (no cluster)")
+        .Bool("in_process",
+              "the embedded cluster's tasks as gRPC servers in this process (default: one "
+              "process per task)")
         .String("ps", "N", "PS tasks of the embedded cluster (default 2)")
         .String("workers", "M", "worker tasks of the embedded cluster (default 2)")
         .Bool("sync",
@@ -313,24 +320,34 @@ absl::StatusOr<int64_t> CountRecords(const std::string& labels_file) {
 }
 
 // Progress shared by the replicas: every replica counts its examples, the
-// chief prints a line every `every` of its steps with the cluster's rate.
+// chief prints a line every `every` of its steps with the cluster's rate,
+// from the global step (`examples_per_update` per update), so replicas in
+// other processes count too.
 class ClusterProgress {
  public:
-  ClusterProgress(std::ostream* log, int64_t every, int64_t steps_per_epoch)
-      : log_(log), every_(every), steps_per_epoch_(steps_per_epoch < 1 ? 1 : steps_per_epoch) {}
+  ClusterProgress(std::ostream* log, int64_t every, int64_t steps_per_epoch,
+                  int64_t examples_per_update)
+      : log_(log),
+        every_(every),
+        steps_per_epoch_(steps_per_epoch < 1 ? 1 : steps_per_epoch),
+        examples_per_update_(examples_per_update) {}
   void Add(int64_t n) { examples_ += n; }
   int64_t examples() const { return examples_.load(); }
   void Print(const client::StepInfo& step) {
     if (log_ == nullptr || step.local_step % every_ != 0) return;
     auto now = std::chrono::steady_clock::now();
-    int64_t ex = examples_.load();
     std::lock_guard<std::mutex> l(mu_);
+    if (!started_) {
+      // The first step's start, as the loop measured it.
+      last_time_ = now - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(step.seconds));
+      last_global_ = step.global_step - step.local_step;
+      started_ = true;
+    }
     double dt = std::chrono::duration<double>(now - last_time_).count();
-    double rate = started_ && dt > 0 ? (ex - last_examples_) / dt : 0;
-    if (!started_) rate = step.seconds > 0 ? ex / step.seconds : 0;
-    started_ = true;
+    double rate = dt > 0 ? (step.global_step - last_global_) * examples_per_update_ / dt : 0;
     last_time_ = now;
-    last_examples_ = ex;
+    last_global_ = step.global_step;
     *log_ << absl::StrFormat("step %6d  epoch %d  loss %.4f  accuracy %.4f  examples/s %.0f\n",
                              step.global_step, step.global_step / steps_per_epoch_, step.metrics[0],
                              step.metrics[1], rate)
@@ -341,11 +358,12 @@ class ClusterProgress {
   std::ostream* log_;
   int64_t every_;
   int64_t steps_per_epoch_;
+  int64_t examples_per_update_;
   std::atomic<int64_t> examples_{0};
   std::mutex mu_;
   bool started_ = false;
   std::chrono::steady_clock::time_point last_time_;
-  int64_t last_examples_ = 0;
+  int64_t last_global_ = 0;
 };
 
 class ProgressHook : public client::TrainingHook {
@@ -555,7 +573,7 @@ absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log) 
   result.mode = "local";
   GR_ASSIGN_OR_RETURN(int64_t per_epoch, StepsPerEpoch(c, 1, c.batch_size));
   const int64_t last_step = LastStep(c, per_epoch);
-  ClusterProgress progress(log, c.log_every, per_epoch);
+  ClusterProgress progress(log, c.log_every, per_epoch, c.batch_size);
   std::atomic<bool> stop{false};
   ReplicaRun run;
   run.hook = std::make_shared<ProgressHook>(&progress, true, c.stop, &stop);
@@ -577,6 +595,37 @@ absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log) 
   return result;
 }
 
+// Lets another thread end a TrainReplicated early (a task of the cluster
+// died): sets the stop flag the loops watch and releases replicas blocked
+// in a synchronous step. Thread-safe.
+class RunControl {
+ public:
+  void Abort(const absl::Status& why) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (status_.ok()) status_ = why;
+    stop_ = true;
+    if (release_) release_();
+  }
+  // `release` runs on Abort (at once if already aborted); null clears it,
+  // after which it is not running and will not run.
+  void SetRelease(std::function<void()> release) {
+    std::lock_guard<std::mutex> l(mu_);
+    release_ = std::move(release);
+    if (stop_ && release_) release_();
+  }
+  const std::atomic<bool>* stop() const { return &stop_; }
+  absl::Status status() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return status_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::atomic<bool> stop_{false};
+  absl::Status status_;
+  std::function<void()> release_;
+};
+
 // Between-graph replication over `num_replicas` replicas, of which this
 // process runs replica_index.size(): replica_index[i] with its ops on
 // worker_devices[i] and its session on targets[i]. `chief_at` is the
@@ -585,7 +634,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
                                             const std::vector<std::string>& worker_devices,
                                             const std::vector<std::string>& targets,
                                             const std::vector<int>& replica_index, int chief_at,
-                                            std::ostream* log) {
+                                            std::ostream* log, RunControl* control = nullptr) {
   GR_ASSIGN_OR_RETURN(int64_t batch, data::PerReplicaBatchSize(c.batch_size, num_replicas));
   GR_ASSIGN_OR_RETURN(int64_t per_epoch, StepsPerEpoch(c, num_replicas, batch));
   const int64_t last_step = LastStep(c, per_epoch);
@@ -601,7 +650,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     }
     result.strategy_used = absl::StrCat("balanced, split ", absl::StrJoin(split, ", "));
   }
-  ClusterProgress progress(log, c.log_every, per_epoch);
+  ClusterProgress progress(log, c.log_every, per_epoch, c.sync ? batch * num_replicas : batch);
   std::atomic<bool> stop{false};
   std::vector<std::unique_ptr<ReplicaGraph>> graphs;
   std::vector<ReplicaRun> runs(replica_index.size());
@@ -619,7 +668,8 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     spec.device_fn = fn;
     spec.target = targets[i];
     spec.partitions = plan.partitions;
-    runs[i].hook = std::make_shared<ProgressHook>(&progress, spec.chief, c.stop, &stop);
+    runs[i].hook = std::make_shared<ProgressHook>(
+        &progress, spec.chief, control != nullptr ? control->stop() : c.stop, &stop);
     client::TrainingLoopOptions lo = LoopOptions(c, last_step, batch, &stop);
     lo.hooks = {runs[i].hook};
     GR_ASSIGN_OR_RETURN(auto g, BuildReplica(c, spec, true, lo));
@@ -639,12 +689,35 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     std::swap(sessions[0], sessions[chief_at]);
     std::swap(runs[0], runs[chief_at]);
   }
-  GR_RETURN_IF_ERROR(RunReplicas(graphs, sessions, runs, stop, &result));
+  if (control != nullptr) {
+    control->SetRelease([&graphs, &sessions, &stop] {
+      stop = true;
+      for (size_t i = 0; i < graphs.size(); ++i) {
+        if (graphs[i]->sync_hook != nullptr) {
+          graphs[i]->sync_hook->OnError(*sessions[i], absl::CancelledError("a task died"));
+        }
+      }
+    });
+  }
+  absl::Status ran = RunReplicas(graphs, sessions, runs, stop, &result);
+  if (control != nullptr) {
+    control->SetRelease(nullptr);
+    GR_RETURN_IF_ERROR(control->status());
+  }
+  GR_RETURN_IF_ERROR(ran);
   if (chief_at >= 0) {
     GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], &result));
   } else {
     GR_ASSIGN_OR_RETURN(result.global_step, graphs[0]->loop->ReadGlobalStep(*sessions[0]));
     result.restored_from_step.reset();
+  }
+  if (static_cast<int>(replica_index.size()) < num_replicas) {
+    // Other replicas run in other processes: the whole cluster's examples
+    // follow from the global step (one replica batch per async update,
+    // one batch of every replica per sync update).
+    const int64_t per_update = c.sync ? batch * num_replicas : batch;
+    result.examples = (result.global_step - result.initial_global_step) * per_update;
+    result.examples_per_sec = result.seconds > 0 ? result.examples / result.seconds : 0;
   }
   return result;
 }
@@ -672,33 +745,235 @@ absl::StatusOr<TrainResult> TrainInProcessCluster(const TrainConfig& c, std::ost
   return r;
 }
 
-absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::string& tf_config,
-                                              std::ostream* log) {
-  GR_ASSIGN_OR_RETURN(distributed::TfConfig cfg, distributed::ParseTfConfig(tf_config));
-  const distributed::ClusterSpec& spec = cfg.cluster;
-  int num_ps = spec.num_tasks("ps");
-  if (num_ps == 0) return absl::InvalidArgumentError("train: TF_CONFIG cluster has no ps job");
-  if (cfg.task_type != "chief" && cfg.task_type != "worker") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("train: TF_CONFIG task type '", cfg.task_type, "' does not train"));
-  }
-  bool has_chief = spec.num_tasks("chief") > 0;
-  int replica = cfg.task_type == "chief" ? 0 : cfg.task_index + (has_chief ? 1 : 0);
-  int num_replicas = spec.num_tasks("worker") + (has_chief ? 1 : 0);
-  bool is_chief = cfg.task_type == "chief" || (!has_chief && cfg.task_index == 0);
+// Runs `task_type`:`task_index` of `spec` (chief or worker) in this
+// process: its server, then its replica.
+// The server of one task, started.
+absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> StartTaskServer(
+    const TrainConfig& c, const distributed::ClusterSpec& spec, const std::string& task_type,
+    int task_index) {
   distributed::ServerOptions so;
   so.cluster = spec;
-  so.job = cfg.task_type;
-  so.task = cfg.task_index;
+  so.job = task_type;
+  so.task = task_index;
   so.intra_op_threads = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
   so.inter_op_threads = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
   GR_ASSIGN_OR_RETURN(auto server, distributed::GrpcServer::Create(so));
   GR_RETURN_IF_ERROR(server->Start());
+  return server;
+}
+
+// `server`: this task's, started (null: started here).
+absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::ClusterSpec& spec,
+                                      const std::string& task_type, int task_index,
+                                      std::ostream* log, RunControl* control,
+                                      std::unique_ptr<distributed::GrpcServer> server = nullptr) {
+  int num_ps = spec.num_tasks("ps");
+  if (num_ps == 0) return absl::InvalidArgumentError("train: the cluster has no ps job");
+  if (task_type != "chief" && task_type != "worker") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train: task type '", task_type, "' does not train"));
+  }
+  bool has_chief = spec.num_tasks("chief") > 0;
+  int replica = task_type == "chief" ? 0 : task_index + (has_chief ? 1 : 0);
+  int num_replicas = spec.num_tasks("worker") + (has_chief ? 1 : 0);
+  bool is_chief = task_type == "chief" || (!has_chief && task_index == 0);
+  if (server == nullptr) {
+    GR_ASSIGN_OR_RETURN(server, StartTaskServer(c, spec, task_type, task_index));
+  }
   absl::StatusOr<TrainResult> r = TrainReplicated(
-      c, num_ps, num_replicas, {absl::StrCat("/job:", cfg.task_type, "/task:", cfg.task_index)},
-      {server->target()}, {replica}, is_chief ? 0 : -1, log);
+      c, num_ps, num_replicas, {absl::StrCat("/job:", task_type, "/task:", task_index)},
+      {server->target()}, {replica}, is_chief ? 0 : -1, log, control);
   server->Stop();
+  return r;
+}
+
+absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::string& tf_config,
+                                              std::ostream* log) {
+  GR_ASSIGN_OR_RETURN(distributed::TfConfig cfg, distributed::ParseTfConfig(tf_config));
+  absl::StatusOr<TrainResult> r =
+      TrainTask(c, cfg.cluster, cfg.task_type, cfg.task_index, log, nullptr);
   if (r.ok()) r->mode = "tf_config";
+  return r;
+}
+
+// The flags that make a `graphrun train` child train as `c` does.
+std::vector<std::string> TrainFlags(const TrainConfig& c) {
+  std::vector<std::string> f = {
+      "train",
+      "--model=" + c.model,
+      "--data=" + c.data_dir,
+      absl::StrCat("--batch_size=", c.batch_size),
+      "--optimizer=" + c.optimizer,
+      "--checkpoint_dir=" + c.checkpoint_dir,
+      "--strategy=" + c.strategy,
+      absl::StrCat("--seed=", c.seed),
+      absl::StrCat("--intra_op_threads=", c.intra_op_threads),
+      absl::StrCat("--inter_op_threads=", c.inter_op_threads),
+      "--format=json",
+  };
+  if (c.steps >= 0) f.push_back(absl::StrCat("--steps=", c.steps));
+  if (c.epochs >= 0) f.push_back(absl::StrCat("--epochs=", c.epochs));
+  if (c.learning_rate > 0) f.push_back("--learning_rate=" + FormatDoubleShortest(c.learning_rate));
+  if (c.sync) f.push_back("--sync");
+  return f;
+}
+
+// The graphrun binary that children run.
+absl::StatusOr<std::string> GraphrunBinary(const TrainConfig& c) {
+  if (!c.binary.empty()) return c.binary;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || self.filename() != "graphrun") {
+    return absl::FailedPreconditionError(
+        "train: this process is not the graphrun binary; set TrainConfig::binary to start one "
+        "process per task, or train in process");
+  }
+  return self.string();
+}
+
+// Starts every child: `graphrun server` for a PS, `graphrun train` with
+// TF_CONFIG for a worker.
+absl::Status StartTaskProcesses(const TrainConfig& c, const std::string& binary,
+                                const distributed::ClusterSpec& spec,
+                                std::vector<ChildProcess>& children) {
+  const std::string spec_json = spec.ToJson();
+  const int intra = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
+  const int inter = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
+  for (ChildProcess& child : children) {
+    const bool ps = absl::StartsWith(child.task, "/job:ps/");
+    const std::string task = child.task.substr(child.task.rfind(':') + 1);
+    absl::StatusOr<pid_t> pid;
+    if (ps) {
+      pid = SpawnProcess(
+          binary,
+          {"server", "--cluster=" + spec_json, "--job=ps", "--task=" + task,
+           absl::StrCat("--intra_op_threads=", intra), absl::StrCat("--inter_op_threads=", inter)},
+          {}, child.log_file);
+    } else {
+      std::string tf_config = absl::StrCat(R"({"cluster": )", spec_json,
+                                           R"(, "task": {"type": "worker", "index": )", task, "}}");
+      pid = SpawnProcess(binary, TrainFlags(c), {"TF_CONFIG=" + tf_config}, child.log_file);
+    }
+    GR_RETURN_IF_ERROR(pid.status());
+    child.pid = *pid;
+  }
+  return absl::OkStatus();
+}
+
+// One process per task on loopback ports: `graphrun server` for each PS,
+// `graphrun train` with TF_CONFIG for workers 1..M-1 (output in a log file
+// each), and worker 0, the chief, in this process. A task that dies ends
+// the run with an error naming it.
+absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostream* log) {
+  constexpr int kReadyTimeoutMs = 30000;
+  constexpr int kStopTimeoutMs = 5000;
+  constexpr int kWorkerExitTimeoutMs = 60000;
+  GR_ASSIGN_OR_RETURN(std::string binary, GraphrunBinary(c));
+  std::string log_dir = "/tmp/graphrun_train_tasks_XXXXXX";
+  if (mkdtemp(log_dir.data()) == nullptr) {
+    return absl::FailedPreconditionError("train: cannot create a directory for the task logs");
+  }
+  // Ports are picked free, then bound by the tasks: another process may
+  // take one in between, so a start that fails to listen is retried on
+  // new ports.
+  distributed::ClusterSpec spec;
+  std::vector<ChildProcess> children;
+  std::unique_ptr<distributed::GrpcServer> chief_server;
+  absl::Status started;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    GR_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(c.ps + c.workers));
+    spec = distributed::ClusterSpec();
+    children.clear();
+    for (int i = 0; i < c.ps + c.workers; ++i) {
+      const bool ps = i < c.ps;
+      const int task = ps ? i : i - c.ps;
+      spec.AddTask(ps ? "ps" : "worker", absl::StrCat("127.0.0.1:", ports[i]));
+      if (!ps && task == 0) continue;  // the chief: this process
+      ChildProcess child;
+      child.task = distributed::TaskName(ps ? "ps" : "worker", task);
+      child.port = ports[i];
+      child.log_file = absl::StrCat(log_dir, "/", ps ? "ps" : "worker", "_", task, ".log");
+      children.push_back(child);
+    }
+    absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> server =
+        StartTaskServer(c, spec, "worker", 0);
+    if (!server.ok()) {
+      started = server.status();
+      continue;
+    }
+    chief_server = std::move(*server);
+    started = StartTaskProcesses(c, binary, spec, children);
+    if (started.ok()) started = WaitUntilListening(children, kReadyTimeoutMs);
+    if (started.ok()) break;
+    StopProcesses(children, kStopTimeoutMs);
+    chief_server->Stop();
+    chief_server.reset();
+  }
+  if (!started.ok()) {
+    return absl::Status(started.code(),
+                        absl::StrCat("train: starting the cluster: ", started.message(),
+                                     " (logs in ", log_dir, ")"));
+  }
+  if (log != nullptr) {
+    *log << "cluster (one process per task; logs in " << log_dir << "): " << spec.ToJson() << "\n";
+  }
+
+  // Watch the children while the chief trains.
+  RunControl control;
+  std::atomic<bool> chief_done{false};
+  std::mutex children_mu;
+  std::thread monitor([&] {
+    while (!chief_done.load()) {
+      {
+        std::lock_guard<std::mutex> l(children_mu);
+        for (ChildProcess& child : children) {
+          if (child.pid <= 0 || !Reap(child)) continue;
+          const bool ps = absl::StartsWith(child.task, "/job:ps/");
+          if (ps || !WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
+            std::string last = LastLine(child.log_file);
+            control.Abort(absl::UnavailableError(
+                absl::StrCat("train: task ", child.task, " exited (status ", child.exit_status, ")",
+                             last.empty() ? "" : ": ", last, " (log: ", child.log_file, ")")));
+          }
+        }
+      }
+      if (c.stop != nullptr && c.stop->load()) control.Abort(absl::CancelledError("stopped"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  absl::StatusOr<TrainResult> r =
+      TrainTask(c, spec, "worker", 0, log, &control, std::move(chief_server));
+  chief_done = true;
+  monitor.join();
+  // Workers stop by themselves at the last global step; a failed run
+  // stops them.
+  if (r.ok()) {
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kWorkerExitTimeoutMs);
+    for (ChildProcess& child : children) {
+      if (absl::StartsWith(child.task, "/job:ps/")) continue;
+      while (!Reap(child) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (child.pid > 0) {
+        r = absl::DeadlineExceededError(
+            absl::StrCat("train: task ", child.task,
+                         " did not finish after the chief (log: ", child.log_file, ")"));
+        break;
+      }
+      if (!WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
+        r = absl::UnavailableError(absl::StrCat("train: task ", child.task,
+                                                " failed: ", LastLine(child.log_file),
+                                                " (log: ", child.log_file, ")"));
+        break;
+      }
+    }
+  }
+  StopProcesses(children, kStopTimeoutMs);
+  if (!r.ok()) return r;
+  std::error_code ec;
+  std::filesystem::remove_all(log_dir, ec);
+  r->mode = "distributed";
   return r;
 }
 
@@ -721,6 +996,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   }
   c.data_dir = f.GetString("data", c.data_dir);
   c.local = f.GetBool("local");
+  c.in_process = f.GetBool("in_process");
   if (c.local && (f.Has("ps") || f.Has("workers"))) {
     return absl::InvalidArgumentError("--local: not with --ps/--workers");
   }
@@ -799,7 +1075,8 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
          << ", " << c.optimizer << ", global batch " << c.batch_size << "\n";
   }
   if (c.local) return TrainLocal(c, log);
-  return TrainInProcessCluster(c, log);
+  if (c.in_process) return TrainInProcessCluster(c, log);
+  return TrainProcessCluster(c, log);
 }
 
 std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {

@@ -3,12 +3,16 @@
 //
 // Modes:
 //  * --local: one process, one in-process (Direct) session.
-//  * default: starts an in-process cluster of --ps PS and --workers worker
-//    gRPC servers on loopback and runs between-graph replication: one
-//    client thread per worker task builds the same model under
-//    ReplicaDeviceSetter (the only difference from --local), reads shard
-//    `index` of the training data, and applies asynchronous updates to the
-//    variables on the PS tasks. Worker 0 is the chief.
+//  * default: starts a cluster of --ps PS and --workers worker tasks on
+//    loopback, one process per task (`graphrun server` for a PS, `graphrun
+//    train` with TF_CONFIG for workers 1..M-1; worker 0, the chief, is this
+//    process), and runs between-graph replication: every worker builds the
+//    same model under ReplicaDeviceSetter (the only difference from
+//    --local), reads shard `index` of the training data, and applies
+//    asynchronous updates (--sync: synchronous, SyncReplicasOptimizer) to
+//    the variables on the PS tasks. A task that dies ends the run with
+//    Unavailable naming it. --in_process: the same with every task a gRPC
+//    server in this process (one client thread per worker).
 //  * TF_CONFIG set: runs as that one task of an external cluster (a PS task
 //    serves until killed, as `graphrun server`; a chief/worker trains).
 //
@@ -36,6 +40,12 @@ struct TrainConfig {
   std::string model = "mlp";  // mlp | cnn
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   bool local = false;
+  // The embedded cluster's tasks as servers in this process instead of one
+  // process per task.
+  bool in_process = false;
+  // The graphrun binary the task processes run; empty: this process's own
+  // executable, which must then be graphrun.
+  std::string binary;
   int ps = 2;
   int workers = 2;
   bool sync = false;

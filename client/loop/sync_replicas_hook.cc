@@ -61,14 +61,16 @@ void SyncReplicasHook::QueueRunner() {
 }
 
 void SyncReplicasHook::StopQueueRunner() {
+  std::thread t;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!qr_thread_.joinable()) return;
     stopping_ = true;
+    t = std::move(qr_thread_);
   }
   // Cancels the step the queue runner is blocked in.
   if (qr_session_->session() != nullptr) qr_session_->session()->Close().IgnoreError();
-  qr_thread_.join();
+  t.join();
 }
 
 absl::Status SyncReplicasHook::AfterLoop(const ClientSession&) {

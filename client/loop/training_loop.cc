@@ -177,17 +177,23 @@ absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& sess
   tensorflow::RunOptions step_options;
   if (options_.step_timeout_ms > 0) step_options.set_timeout_in_ms(options_.step_timeout_ms);
   StepInfo info;
+  int64_t steps_this_epoch = -1;  // unknown before the first step
   while (!should_stop()) {
     absl::StatusOr<std::vector<Tensor>> out =
         session.Run({}, fetches, {graph_.train_op}, step_options, nullptr);
     if (absl::IsOutOfRange(out.status())) {
+      // An epoch without a single step is not the end of the input but a
+      // step that cannot run (e.g. a closed queue): an error, not a loop.
+      if (steps_this_epoch == 0) return out.status();
       ++summary.epochs_completed;
+      steps_this_epoch = 0;
       if (options_.max_epochs >= 0 && summary.epochs_completed >= options_.max_epochs) break;
       if (graph_.iterator_init.node() == nullptr) return out.status();
       GR_RETURN_IF_ERROR(session.Run({}, {}, {graph_.iterator_init}).status());
       continue;
     }
     GR_RETURN_IF_ERROR(out.status());
+    ++steps_this_epoch;
     ++summary.local_steps;
     summary.examples += options_.examples_per_step;
     summary.global_step = out->back().scalar<int64_t>();

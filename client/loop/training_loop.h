@@ -10,7 +10,10 @@
 //   2. runs iterator_init, then steps: train_op plus the metrics and the
 //      global step read after the update. OutOfRange from a step (the
 //      iterator's end of sequence) ends an epoch: the loop stops after
-//      max_epochs, else re-runs iterator_init and goes on;
+//      max_epochs, else re-runs iterator_init and goes on; OutOfRange from
+//      the first step of a re-initialized epoch fails the run (an empty
+//      input, or a step that cannot run such as a dequeue from a closed
+//      queue);
 //   3. stops when the global step reaches last_step (global: in
 //      between-graph replication every worker stops once any update made it
 //      reach last_step), after max_epochs, or when `stop` is set;

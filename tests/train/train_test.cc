@@ -1,9 +1,12 @@
-// graphrun train on Fashion-MNIST: accuracy locally and on an in-process
-// 2 PS + 2 worker cluster (async and sync), and resume after a kill.
+// graphrun train on Fashion-MNIST: accuracy locally and on a 2 PS + 2
+// worker cluster (one process per task, and in-process; async and sync),
+// resume after a kill, restore onto more PS tasks, a dying task.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -34,11 +37,17 @@ bool HaveData() {
   return std::filesystem::exists(std::string(kData) + "/t10k-labels-idx1-ubyte.gz");
 }
 
+std::string Runfile(const std::string& rel) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/" + rel;
+}
+
+// Distributed runs start one process per task from the graphrun binary.
 TrainConfig Config(const std::string& dir) {
   TrainConfig c;
   c.data_dir = kData;
   c.checkpoint_dir = dir;
   c.log_every = 100;
+  c.binary = Runfile("tools/graphrun");
   return c;
 }
 
@@ -65,6 +74,7 @@ TEST(TrainTest, LocalMlpReachesAccuracy) {
 TEST(TrainTest, DistributedAsyncReachesAccuracyAndResumes) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   TrainConfig c = Config(TempDir("dist"));
+  c.in_process = true;
   c.steps = 1400;
   std::ostringstream log;
   auto r = Train(c, &log);
@@ -182,10 +192,6 @@ TEST(TrainTest, SyncNeedsACluster) {
   EXPECT_TRUE(ok->sync);
 }
 
-std::string Runfile(const std::string& rel) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/" + rel;
-}
-
 // Runs graphrun with `args`, stdout to `out_file`; returns the pid.
 pid_t Spawn(const std::vector<std::string>& args, const std::string& out_file) {
   pid_t pid = fork();
@@ -263,6 +269,62 @@ TEST(TrainTest, ResumesAfterKill) {
   ASSERT_NE(first_loss_at, std::string::npos);
   double first_loss = std::atof(out.c_str() + first_loss_at + 14);
   EXPECT_LT(first_loss, 1.0) << out;  // restored weights, not a fresh model
+}
+
+// The pids of this process's children whose command line has `word`.
+std::vector<pid_t> ChildrenRunning(const std::string& word) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string pid, comm, state;
+    pid_t ppid = 0;
+    stat >> pid >> comm >> state >> ppid;
+    if (ppid != getpid()) continue;
+    std::string cmdline = ReadFile((e.path() / "cmdline").string());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(word) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// Synchronous training, one process per task: killing worker 1 ends the
+// run quickly with Unavailable naming it (the chief is blocked waiting for
+// worker 1's gradients when it dies).
+TEST(TrainTest, DyingWorkerEndsTheRunNamingIt) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  TrainConfig c = Config("");
+  c.sync = true;
+  c.steps = 1000000;
+  absl::StatusOr<TrainResult> r = absl::UnknownError("not run");
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    r = Train(c, nullptr);
+    done = true;
+  });
+  // Worker 1 is the child running `graphrun train`; let it train a moment.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<pid_t> workers;
+  while (workers.empty() && !done && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    workers = ChildrenRunning(" train ");
+  }
+  ASSERT_EQ(workers.size(), 1u);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  auto killed_at = std::chrono::steady_clock::now();
+  kill(workers[0], SIGKILL);
+  while (!done && std::chrono::steady_clock::now() < killed_at + std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(done.load()) << "the run did not end within 60 s of the kill";
+  t.join();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_NE(r.status().message().find("/job:worker/replica:0/task:1"), std::string::npos)
+      << r.status();
+  EXPECT_LT(secs, 15.0);
+  EXPECT_TRUE(ChildrenRunning("graphrun").empty());  // every task process stopped
 }
 
 TEST(TrainTest, FlagErrorsAreUsageErrors) {
