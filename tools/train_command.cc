@@ -326,9 +326,10 @@ absl::StatusOr<int64_t> CountRecords(const std::string& labels_file) {
 class ClusterProgress {
  public:
   ClusterProgress(std::ostream* log, int64_t every, int64_t steps_per_epoch,
-                  int64_t examples_per_update)
+                  int64_t examples_per_update, int64_t last_step)
       : log_(log),
         every_(every),
+        last_step_(last_step),
         steps_per_epoch_(steps_per_epoch < 1 ? 1 : steps_per_epoch),
         examples_per_update_(examples_per_update) {}
   void Add(int64_t n) { examples_ += n; }
@@ -348,15 +349,24 @@ class ClusterProgress {
     double rate = dt > 0 ? (step.global_step - last_global_) * examples_per_update_ / dt : 0;
     last_time_ = now;
     last_global_ = step.global_step;
-    *log_ << absl::StrFormat("step %6d  epoch %d  loss %.4f  accuracy %.4f  examples/s %.0f\n",
-                             step.global_step, step.global_step / steps_per_epoch_, step.metrics[0],
-                             step.metrics[1], rate)
+    // A bar of the global steps done towards the last step.
+    constexpr int kWidth = 20;
+    const double done =
+        last_step_ > 0 ? std::min(1.0, static_cast<double>(step.global_step) / last_step_) : 0;
+    const int filled = static_cast<int>(done * kWidth);
+    std::string bar = std::string(filled, '=') + (filled < kWidth ? ">" : "") +
+                      std::string(std::max(0, kWidth - filled - 1), ' ');
+    *log_ << absl::StrFormat(
+                 "[%s] %3.0f%%  step %6d/%d  epoch %d  loss %.4f  accuracy %.4f  examples/s %.0f\n",
+                 bar, done * 100, step.global_step, last_step_, step.global_step / steps_per_epoch_,
+                 step.metrics[0], step.metrics[1], rate)
           << std::flush;
   }
 
  private:
   std::ostream* log_;
   int64_t every_;
+  int64_t last_step_;
   int64_t steps_per_epoch_;
   int64_t examples_per_update_;
   std::atomic<int64_t> examples_{0};
@@ -573,7 +583,7 @@ absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log) 
   result.mode = "local";
   GR_ASSIGN_OR_RETURN(int64_t per_epoch, StepsPerEpoch(c, 1, c.batch_size));
   const int64_t last_step = LastStep(c, per_epoch);
-  ClusterProgress progress(log, c.log_every, per_epoch, c.batch_size);
+  ClusterProgress progress(log, c.log_every, per_epoch, c.batch_size, last_step);
   std::atomic<bool> stop{false};
   ReplicaRun run;
   run.hook = std::make_shared<ProgressHook>(&progress, true, c.stop, &stop);
@@ -650,7 +660,8 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     }
     result.strategy_used = absl::StrCat("balanced, split ", absl::StrJoin(split, ", "));
   }
-  ClusterProgress progress(log, c.log_every, per_epoch, c.sync ? batch * num_replicas : batch);
+  ClusterProgress progress(log, c.log_every, per_epoch, c.sync ? batch * num_replicas : batch,
+                           last_step);
   std::atomic<bool> stop{false};
   std::vector<std::unique_ptr<ReplicaGraph>> graphs;
   std::vector<ReplicaRun> runs(replica_index.size());
