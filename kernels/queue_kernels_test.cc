@@ -1,7 +1,7 @@
 // Queue and accumulator kernels: FIFO order, blocking satisfied by another
 // thread, cancellation and timeouts of blocked ops, accumulator averaging
-// and stale-gradient dropping. Step-level cancellation through sessions is
-// in tests/distributed/sync_replicas_test.cc.
+// and stale-gradient dropping, for the dense and the sparse accumulator. Step-level cancellation
+// through sessions is in tests/distributed/sync_replicas_test.cc.
 #include <chrono>
 #include <future>
 #include <memory>
@@ -39,6 +39,10 @@ class AsyncRun {
       : device_(std::move(device)), def_(std::move(def)) {
     for (Tensor& t : inputs) inputs_.push_back(TensorValue{std::move(t), nullptr});
   }
+  // Inputs that may be refs.
+  AsyncRun(std::shared_ptr<TestCpuDevice> device, tensorflow::NodeDef def,
+           std::vector<TensorValue> inputs)
+      : device_(std::move(device)), def_(std::move(def)), inputs_(std::move(inputs)) {}
   ~AsyncRun() {
     if (started_ && !Finished()) {
       cm_.StartCancel();
@@ -431,12 +435,199 @@ TEST_F(AccumulatorTest, TakeBlocksUntilEnoughGradientsThenCancels) {
   EXPECT_EQ(Num(h), 1);
 }
 
+// SparseConditionalAccumulator, named by a ref to its [container, name].
+class SparseAccumulatorTest : public ::testing::Test {
+ protected:
+  using Handle = std::shared_ptr<Var>;
+
+  Handle Make(const std::string& name = "sacc", PartialShape shape = PartialShape({5, 2}),
+              const std::string& reduction = "MEAN") {
+    OpTester t("SparseConditionalAccumulator", name);
+    t.UseDevice(device_).Attr("dtype", DT_FLOAT).Attr("shape", shape);
+    t.Attr("reduction_type", reduction).Attr("shared_name", name);
+    auto r = t.Run();
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return nullptr;
+    EXPECT_EQ(TensorDiff(Tensor::FromVector<std::string>({"localhost", name}), (*r)[0]), "");
+    return t.output_values()[0].ref;
+  }
+  absl::Status Apply(const Handle& h, int64_t step, std::vector<int64_t> indices, Tensor values,
+                     std::vector<int64_t> dense_shape = {5, 2}, bool has_known_shape = true) {
+    OpTester t("SparseAccumulatorApplyGradient");
+    t.UseDevice(device_).Attr("dtype", values.dtype()).Attr("has_known_shape", has_known_shape);
+    t.InputRef(h).Input(I64(step)).Input(Tensor::FromVector<int64_t>(indices));
+    t.Input(std::move(values)).Input(Tensor::FromVector<int64_t>(dense_shape));
+    return t.Run().status();
+  }
+  int32_t Num(const Handle& h) {
+    OpTester t("AccumulatorNumAccumulated");
+    t.UseDevice(device_).InputRef(h);
+    auto r = t.Run();
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? (*r)[0].scalar<int32_t>() : -1;
+  }
+  // (indices, values, shape).
+  absl::StatusOr<std::vector<Tensor>> Take(const Handle& h, int32_t n) {
+    OpTester t("SparseAccumulatorTakeGradient");
+    t.UseDevice(device_).Attr("dtype", DT_FLOAT).InputRef(h).Input(I32(n));
+    return t.Run();
+  }
+  absl::Status SetStep(const Handle& h, int64_t step) {
+    OpTester t("AccumulatorSetGlobalStep");
+    t.UseDevice(device_).InputRef(h).Input(I64(step));
+    return t.Run().status();
+  }
+  tensorflow::NodeDef TakeDef() {
+    tensorflow::NodeDef d;
+    d.set_name("take");
+    d.set_op("SparseAccumulatorTakeGradient");
+    (*d.mutable_attr())["dtype"] = MakeAttr(DT_FLOAT);
+    return d;
+  }
+  static Tensor Rows(std::vector<float> v) {
+    return Tensor::FromVector<float>(v, TensorShape({static_cast<int64_t>(v.size()) / 2, 2}));
+  }
+  static Tensor I64s(std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(v); }
+
+  std::shared_ptr<TestCpuDevice> device_ = std::make_shared<TestCpuDevice>();
+};
+
+TEST_F(SparseAccumulatorTest, AveragesOverlappingIndicesPerIndex) {
+  Handle h = Make();
+  ASSERT_NE(h, nullptr);
+  // Unsorted, index 3 twice: its rows add up first ({1.5, 2.25}) and count
+  // as one gradient.
+  ASSERT_TRUE(Apply(h, 0, {3, 0, 3}, Rows({1, 2, 10, 20, 0.5f, 0.25f})).ok());
+  ASSERT_TRUE(Apply(h, 0, {1, 3}, Rows({4, 8, 2.5f, -0.25f})).ok());
+  EXPECT_EQ(Num(h), 2);
+  auto out = Take(h, 2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // The union of the indices, sorted; each row's sum over the number of
+  // gradients that had it: 0 and 1 once, 3 twice ({4, 2} / 2).
+  EXPECT_EQ(TensorDiff(I64s({0, 1, 3}), (*out)[0]), "");
+  EXPECT_EQ(TensorDiff(Rows({10, 20, 4, 8, 2, 1}), (*out)[1]), "");
+  EXPECT_EQ(TensorDiff(I64s({5, 2}), (*out)[2]), "");
+  EXPECT_EQ(Num(h), 0);
+  // The take advanced the global step to 1: step 0 is stale.
+  ASSERT_TRUE(Apply(h, 0, {4}, Rows({7, 7})).ok());
+  EXPECT_EQ(Num(h), 0);
+  ASSERT_TRUE(Apply(h, 1, {4}, Rows({7, 6})).ok());
+  EXPECT_EQ(Num(h), 1);
+  auto one = Take(h, 1);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(TensorDiff(I64s({4}), (*one)[0]), "");
+  EXPECT_EQ(TensorDiff(Rows({7, 6}), (*one)[1]), "");
+}
+
+TEST_F(SparseAccumulatorTest, StaleGradientsDroppedSumReductionAndSetGlobalStep) {
+  Handle h = Make("sacc", PartialShape({5, 2}), "SUM");
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(SetStep(h, 10).ok());
+  ASSERT_TRUE(Apply(h, 9, {0}, Rows({100, 100})).ok());  // stale: dropped
+  EXPECT_EQ(Num(h), 0);
+  ASSERT_TRUE(Apply(h, 10, {2}, Rows({1, 1})).ok());
+  ASSERT_TRUE(Apply(h, 12, {4, 2}, Rows({5, 6, 3, 4})).ok());  // newer: accepted
+  EXPECT_EQ(Num(h), 2);
+  auto sum = Take(h, 2);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(TensorDiff(I64s({2, 4}), (*sum)[0]), "");
+  EXPECT_EQ(TensorDiff(Rows({4, 5, 5, 6}), (*sum)[1]), "");
+  // Now at 11: step 10 is stale, yet a malformed gradient is still an error.
+  ASSERT_TRUE(Apply(h, 10, {1}, Rows({1, 1})).ok());
+  EXPECT_EQ(Num(h), 0);
+  EXPECT_EQ(Apply(h, 10, {9}, Rows({1, 1})).code(), absl::StatusCode::kInvalidArgument);
+  // Backwards too, as TensorFlow.
+  ASSERT_TRUE(SetStep(h, 3).ok());
+  ASSERT_TRUE(Apply(h, 3, {1}, Rows({1, 1})).ok());
+  EXPECT_EQ(Num(h), 1);
+}
+
+TEST_F(SparseAccumulatorTest, TakeBlocksUntilEnoughGradientsThenCancels) {
+  Handle h = Make();
+  ASSERT_NE(h, nullptr);
+  AsyncRun take(device_, TakeDef(), std::vector<TensorValue>{{Tensor(), h}, {I32(2), nullptr}});
+  ASSERT_TRUE(take.Start().ok());
+  ASSERT_TRUE(Apply(h, 0, {1}, Rows({1, 1})).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(take.Finished());
+  std::thread other([&] { EXPECT_TRUE(Apply(h, 0, {1, 2}, Rows({3, 5, 8, 8})).ok()); });
+  ASSERT_TRUE(take.Wait());
+  other.join();
+  ASSERT_TRUE(take.status().ok()) << take.status();
+  EXPECT_EQ(TensorDiff(I64s({1, 2}), take.output(0)), "");
+  EXPECT_EQ(TensorDiff(Rows({2, 3, 8, 8}), take.output(1)), "");
+  EXPECT_EQ(TensorDiff(I64s({5, 2}), take.output(2)), "");
+
+  AsyncRun blocked(device_, TakeDef(), std::vector<TensorValue>{{Tensor(), h}, {I32(1), nullptr}});
+  ASSERT_TRUE(blocked.Start().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(blocked.Finished());
+  blocked.cm().StartCancel();
+  ASSERT_TRUE(blocked.Wait());
+  EXPECT_EQ(blocked.status().code(), absl::StatusCode::kCancelled) << blocked.status();
+  EXPECT_THAT(std::string(blocked.status().message()), HasSubstr("node 'take'"));
+  // The cancelled take did not advance the global step (1): step 1 counts.
+  ASSERT_TRUE(Apply(h, 1, {0}, Rows({1, 1})).ok());
+  EXPECT_EQ(Num(h), 1);
+}
+
+TEST_F(SparseAccumulatorTest, ShapeChecksNameTheAccumulator) {
+  Handle h = Make();
+  ASSERT_NE(h, nullptr);
+  auto expect_invalid = [](const absl::Status& s, const std::string& what) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("sparse accumulator 'sacc'")) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(what)) << s;
+  };
+  expect_invalid(Apply(h, 0, {0}, Tensor::FromVector<float>({1, 2, 3}, TensorShape({1, 3}))),
+                 "are not rows of the accumulator's shape [5,2]");
+  expect_invalid(Apply(h, 0, {5}, Rows({1, 2})), "gradient_indices[0] = 5 is out of range [0, 5)");
+  expect_invalid(Apply(h, 0, {1, -1}, Rows({1, 2, 3, 4})), "gradient_indices[1] = -1");
+  expect_invalid(Apply(h, 0, {0, 1}, Rows({1, 2})), "one row per index: 2 indices");
+  expect_invalid(Apply(h, 0, {0}, Rows({1, 2}), {6, 2}), "gradient_shape [6,2] does not fit");
+  expect_invalid(Apply(h, 0, {0}, Tensor::FromVector<double>({1, 2}, TensorShape({1, 2}))),
+                 "holds float, got double");
+  EXPECT_EQ(Num(h), 0);
+  // has_known_shape false: gradient_shape is not looked at.
+  EXPECT_TRUE(Apply(h, 0, {0}, Rows({1, 2}), {6, 2}, /*has_known_shape=*/false).ok());
+  EXPECT_EQ(Take(h, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  // The same shared name with another shape; a scalar accumulator.
+  OpTester again("SparseConditionalAccumulator", "sacc");
+  again.UseDevice(device_).Attr("dtype", DT_FLOAT).Attr("shape", PartialShape({5, 3}));
+  EXPECT_EQ(again.Run().status().code(), absl::StatusCode::kInvalidArgument);
+  OpTester scalar("SparseConditionalAccumulator", "scalar");
+  scalar.UseDevice(device_).Attr("dtype", DT_FLOAT).Attr("shape", PartialShape({}));
+  auto sr = scalar.Run();
+  EXPECT_EQ(sr.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(sr.status().message()), HasSubstr("rank >= 1"));
+  // A handle naming no accumulator on this device.
+  OpTester missing("AccumulatorNumAccumulated");
+  missing.UseDevice(device_).Input(Tensor::FromVector<std::string>({"localhost", "nope"}));
+  EXPECT_EQ(missing.Run().status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SparseAccumulatorTest, UnknownFirstDimensionComesFromGradientShape) {
+  Handle h = Make("dyn", PartialShape({-1, 2}));
+  ASSERT_NE(h, nullptr);
+  absl::Status s = Apply(h, 0, {7}, Rows({1, 2}), {7, 2});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("out of range [0, 7)"));
+  ASSERT_TRUE(Apply(h, 0, {6}, Rows({1, 2}), {7, 2}).ok());
+  s = Apply(h, 0, {0}, Rows({1, 2}), {8, 2});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("gradient_shape[0] is 8"));
+  auto out = Take(h, 1);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(TensorDiff(I64s({7, 2}), (*out)[2]), "");
+}
+
 TEST(QueueOpsTest, RegisteredWithKernels) {
   for (const char* op :
        {"FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
         "QueueDequeueManyV2", "QueueSizeV2", "QueueCloseV2", "ResourceConditionalAccumulator",
         "ResourceAccumulatorApplyGradient", "ResourceAccumulatorTakeGradient",
-        "ResourceAccumulatorNumAccumulated", "ResourceAccumulatorSetGlobalStep"}) {
+        "ResourceAccumulatorNumAccumulated", "ResourceAccumulatorSetGlobalStep",
+        "SparseConditionalAccumulator", "SparseAccumulatorApplyGradient",
+        "SparseAccumulatorTakeGradient", "AccumulatorNumAccumulated", "AccumulatorSetGlobalStep"}) {
     EXPECT_TRUE(DefaultOpRegistry().LookUpOrError(op).ok()) << op;
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "client/ops.h"
@@ -11,6 +12,14 @@
 namespace graphrun {
 namespace client {
 namespace train {
+namespace {
+
+// `x` as int64 (a Cast built in `scope` unless it already is).
+Output ToInt64(const Scope& scope, const Output& x) {
+  return x.type() == DT_INT64 ? x : Output(ops::Cast(scope, x, DT_INT64));
+}
+
+}  // namespace
 
 SyncReplicasOptimizer::SyncReplicasOptimizer(Optimizer* optimizer, SyncReplicasOptions options)
     : optimizer_(optimizer), options_(options) {
@@ -57,23 +66,44 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   Scope s = scope.NewSubScope("sync_replicas");
   Output local_step = local_step_->Read(s);
   std::vector<Operation> applies, takes, set_steps;
-  std::vector<Output> accumulators;
+  // Every accumulator's handle, and whether it is the sparse (ref) kind.
+  std::vector<std::pair<Output, bool>> accumulators;
   std::vector<GradAndVar> averaged;
   for (const GradAndVar& gv : grads_and_vars) {
     if (gv.grad.is_null()) continue;
     const Variable& var = gv.var;
-    Scope sv = root.ColocateWith(var.op());
-    auto accum = ops::ResourceConditionalAccumulator(
-        sv.WithOpName(absl::StrCat(var.name(), "/grad_accum")), var.dtype(), var.shape(),
-        ops::ResourceConditionalAccumulator::SharedName(absl::StrCat(var.name(), "/grad_accum")));
+    const std::string accum_name = absl::StrCat(var.name(), "/grad_accum");
+    Scope sv = root.ColocateWith(var.op()).WithOpName(accum_name);
     Scope sa = s.NewSubScope(absl::StrCat("accumulate_", var.name())).ColocateWith(var.op());
-    Output grad = gv.grad.is_sparse() ? IndexedSlicesToDense(s, *gv.grad.sparse) : gv.grad.dense;
-    applies.push_back(ops::ResourceAccumulatorApplyGradient(sa, accum, local_step, grad).operation);
-    auto take = ops::ResourceAccumulatorTakeGradient(sa.WithOpName("take"), accum,
+    if (gv.grad.is_sparse()) {
+      // Only the gradient's rows travel: indices, values and dense shape.
+      const IndexedSlices& g = *gv.grad.sparse;
+      auto accum = ops::SparseConditionalAccumulator(
+          sv, var.dtype(), var.shape(), ops::SparseConditionalAccumulator::SharedName(accum_name));
+      applies.push_back(ops::SparseAccumulatorApplyGradient(sa, accum.handle, local_step,
+                                                            ToInt64(sa, g.indices), g.values,
+                                                            ToInt64(sa, g.dense_shape),
+                                                            /*has_known_shape=*/true)
+                            .operation);
+      auto take = ops::SparseAccumulatorTakeGradient(sa.WithOpName("take"), accum.handle,
                                                      options_.replicas_to_aggregate, var.dtype());
-    takes.push_back(take.operation);
-    averaged.push_back({Gradient(take.average), var});
-    accumulators.push_back(accum.handle);
+      takes.push_back(take.operation);
+      averaged.push_back(
+          {Gradient(IndexedSlices{take.values, take.indices, ops::Cast(sa, take.shape, DT_INT32)}),
+           var});
+      accumulators.emplace_back(accum.handle, true);
+    } else {
+      auto accum = ops::ResourceConditionalAccumulator(
+          sv, var.dtype(), var.shape(),
+          ops::ResourceConditionalAccumulator::SharedName(accum_name));
+      applies.push_back(
+          ops::ResourceAccumulatorApplyGradient(sa, accum, local_step, gv.grad.dense).operation);
+      auto take = ops::ResourceAccumulatorTakeGradient(sa.WithOpName("take"), accum,
+                                                       options_.replicas_to_aggregate, var.dtype());
+      takes.push_back(take.operation);
+      averaged.push_back({Gradient(take.average), var});
+      accumulators.emplace_back(accum.handle, false);
+    }
   }
   GR_RETURN_IF_ERROR(scope.status());
   if (applies.empty()) {
@@ -101,10 +131,11 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   // extra tokens when one update needs more gradients than workers.
   Scope init = s.NewSubScope("chief_init");
   Output current = global_step->Read(init.ColocateWith(global_step->op()));
-  for (const Output& accum : accumulators) {
-    set_steps.push_back(
-        ops::ResourceAccumulatorSetGlobalStep(init.ColocateWith(accum.op()), accum, current)
-            .operation);
+  for (const auto& [accum, sparse] : accumulators) {
+    Scope sa = init.ColocateWith(accum.op());
+    set_steps.push_back(sparse
+                            ? ops::AccumulatorSetGlobalStep(sa, accum, current).operation
+                            : ops::ResourceAccumulatorSetGlobalStep(sa, accum, current).operation);
   }
   const int extra = options_.replicas_to_aggregate - options_.total_num_replicas;
   if (extra > 0) {

@@ -4,16 +4,27 @@
 // Every worker builds the same graph (same node names, so the PS-side
 // state is shared by name) around a wrapped optimizer:
 //
-//   worker train op   gradients -> one ResourceConditionalAccumulator per
-//                     variable (colocated with the variable, shared name
+//   worker train op   gradients -> one accumulator per variable
+//                     (colocated with the variable, shared name
 //                     "<var>/grad_accum"), stamped with the worker's
 //                     local step; then a dequeue from the token queue
 //                     "sync_token_q" (colocated with global_step) that
 //                     blocks until the chief has applied the step; the
 //                     token (the new global step) becomes the local step.
+//                     A dense gradient goes to a
+//                     ResourceConditionalAccumulator; a sparse one
+//                     (IndexedSlices, from an embedding gather) to a
+//                     SparseConditionalAccumulator as indices, values and
+//                     dense shape, so only the gathered rows cross the
+//                     network, never a table-sized tensor.
 //   chief sync op     take replicas_to_aggregate gradients from every
-//                     accumulator (the average), apply them once with the
-//                     wrapped optimizer (global_step += 1), then enqueue
+//                     accumulator (the average: dense, the sum over the
+//                     count; sparse, the union of the indices, sorted, with
+//                     each row's sum over the number of gradients that had
+//                     that index, as TensorFlow), apply them once with the
+//                     wrapped optimizer (sparse ones as IndexedSlices, so
+//                     GradientDescent, Momentum and Adagrad update only
+//                     those rows; global_step += 1), then enqueue
 //                     total_num_replicas tokens. Every apply waits for every
 //                     take, so a worker that sees a new value of one variable
 //                     finds every accumulator advanced.
@@ -33,9 +44,6 @@
 // on a session of its own ("the chief queue runner"). close_token_queue()
 // releases workers blocked on a token (their step fails) when training
 // ends in an error.
-//
-// Sparse gradients (IndexedSlices) are made dense before accumulation
-// (there is no sparse accumulator).
 //
 // Same thread-safety as Scope.
 #ifndef GRAPHRUN_CLIENT_TRAIN_SYNC_REPLICAS_OPTIMIZER_H_

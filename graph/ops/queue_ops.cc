@@ -1,9 +1,14 @@
 // Queue and conditional-accumulator op schemas: the ops the
 // SyncReplicasOptimizer scheme needs (docs/distributed.md, "Synchronous
 // replication"). Queues are TensorFlow's V2 queues named by a DT_RESOURCE
-// handle; accumulators are the resource-handle variant
-// (ResourceConditionalAccumulator and ResourceAccumulator*). Names, args,
-// attrs and defaults are TensorFlow's.
+// handle. Dense accumulators are the resource-handle variant
+// (ResourceConditionalAccumulator and ResourceAccumulator*); the sparse one
+// exists in TensorFlow only with a ref handle (`Ref(string)`, the
+// accumulator's [container, name]), so SparseConditionalAccumulator,
+// SparseAccumulator* and the ref-handle AccumulatorNumAccumulated /
+// AccumulatorSetGlobalStep (which TensorFlow shares between dense and sparse
+// ref accumulators; here they serve the sparse one) take that form. Names,
+// args, attrs and defaults are TensorFlow's.
 #include "graph/ops/all_ops.h"
 #include "graph/ops/shape_fns.h"
 #include "graph/status.h"
@@ -107,6 +112,65 @@ void RegisterQueueOps(OpRegistry& r) {
             .Doc("The number of gradients accumulated since the last take."));
   r.Add(OpDefBuilder("ResourceAccumulatorSetGlobalStep")
             .Input("handle: resource")
+            .Input("new_global_step: int64")
+            .SetIsStateful()
+            .SetShapeFn(shape_fns::NoOutputs)
+            .Doc("Sets the global step (as TensorFlow, also backwards)."));
+
+  r.Add(OpDefBuilder("SparseConditionalAccumulator")
+            .Output("handle: Ref(string)")
+            .Attr("dtype: numbertype")
+            .Attr("shape: shape")
+            .Attr("container: string = ''")
+            .Attr("shared_name: string = ''")
+            .Attr("reduction_type: {'MEAN', 'SUM'} = 'MEAN'")
+            .SetIsStateful()
+            .SetShapeFn([](ShapeContext& c) {
+              c.set_output(0, PartialShape({2}));
+              return absl::OkStatus();
+            })
+            .Doc("An accumulator of sparse gradients (IndexedSlices) that drops "
+                 "stale ones (local_step < its global step)."));
+  r.Add(OpDefBuilder("SparseAccumulatorApplyGradient")
+            .Input("handle: Ref(string)")
+            .Input("local_step: int64")
+            .Input("gradient_indices: int64")
+            .Input("gradient_values: dtype")
+            .Input("gradient_shape: int64")
+            .Attr("dtype: numbertype")
+            .Attr("has_known_shape: bool")
+            .SetIsStateful()
+            .SetShapeFn(shape_fns::NoOutputs)
+            .Doc("Adds the rows `gradient_values` at `gradient_indices` unless "
+                 "local_step is older than the accumulator's global step; "
+                 "gradient_shape (the dense shape) is checked when "
+                 "has_known_shape."));
+  r.Add(OpDefBuilder("SparseAccumulatorTakeGradient")
+            .Input("handle: Ref(string)")
+            .Input("num_required: int32")
+            .Output("indices: int64")
+            .Output("values: dtype")
+            .Output("shape: int64")
+            .Attr("dtype: numbertype")
+            .SetIsStateful()
+            .SetShapeFn([](ShapeContext& c) {
+              c.set_output(0, PartialShape::UnknownOfRank(1));
+              c.set_output(1, PartialShape::Unknown());  // the handle hides it
+              c.set_output(2, PartialShape::UnknownOfRank(1));
+              return absl::OkStatus();
+            })
+            .Doc("Blocks until num_required gradients are accumulated; returns "
+                 "the union of their indices (sorted, unique), per index the mean "
+                 "(or sum) of the rows, and the dense shape; resets and "
+                 "increments the global step."));
+  r.Add(OpDefBuilder("AccumulatorNumAccumulated")
+            .Input("handle: Ref(string)")
+            .Output("num_accumulated: int32")
+            .SetIsStateful()
+            .SetShapeFn(shape_fns::Scalar)
+            .Doc("The number of gradients accumulated since the last take."));
+  r.Add(OpDefBuilder("AccumulatorSetGlobalStep")
+            .Input("handle: Ref(string)")
             .Input("new_global_step: int64")
             .SetIsStateful()
             .SetShapeFn(shape_fns::NoOutputs)
