@@ -138,6 +138,17 @@ Output PartitionedVariable::Read(const Scope& scope) const {
   return v;
 }
 
+namespace {
+
+// `v` as a vector Const of the ids' type (int32 or int64).
+Output IdsConst(const Scope& scope, DataType ids_type, const std::vector<int64_t>& v) {
+  if (ids_type == DT_INT64) return ops::Const(scope, Tensor::FromVector<int64_t>(v));
+  std::vector<int32_t> v32(v.begin(), v.end());
+  return ops::Const(scope, Tensor::FromVector<int32_t>(v32));
+}
+
+}  // namespace
+
 Output PartitionedVariable::Gather(const Scope& scope, const Output& ids) const {
   if (parts_.empty() || ids.node() == nullptr) return Output();
   if (ids.type() != DT_INT32 && ids.type() != DT_INT64) {
@@ -149,9 +160,11 @@ Output PartitionedVariable::Gather(const Scope& scope, const Output& ids) const 
   // The static result shape: ids' shape, then the rows' dimensions.
   PartialShape out_shape;
   const PartialShape ids_shape = ids.shape();
+  std::vector<int64_t> row_dims;
+  for (int d = 1; d < shape_.rank(); ++d) row_dims.push_back(shape_.dim(d));
   if (ids_shape.known_rank()) {
     std::vector<int64_t> dims(ids_shape.dims().begin(), ids_shape.dims().end());
-    for (int d = 1; d < shape_.rank(); ++d) dims.push_back(shape_.dim(d));
+    dims.insert(dims.end(), row_dims.begin(), row_dims.end());
     out_shape = PartialShape(absl::MakeConstSpan(dims));
   }
   if (parts_.size() == 1) {
@@ -160,34 +173,48 @@ Output PartitionedVariable::Gather(const Scope& scope, const Output& ids) const 
     if (rows.node() != nullptr) rows.node()->set_output_shape(0, out_shape);
     return rows;
   }
-  std::vector<Input> masked;
-  for (size_t k = 0; k < parts_.size(); ++k) {
-    Scope ks = scope.NewSubScope(absl::StrCat("part_", k));
-    const int64_t lo = offsets_[k];
-    const int64_t n = parts_[k].shape().dim(0);
-    Tensor lo_t = ids.type() == DT_INT32 ? Tensor::Scalar<int32_t>(static_cast<int32_t>(lo))
-                                         : Tensor::Scalar<int64_t>(lo);
-    Tensor hi_t = ids.type() == DT_INT32 ? Tensor::Scalar<int32_t>(static_cast<int32_t>(lo + n))
-                                         : Tensor::Scalar<int64_t>(lo + n);
-    Tensor last_t = ids.type() == DT_INT32 ? Tensor::Scalar<int32_t>(static_cast<int32_t>(n - 1))
-                                           : Tensor::Scalar<int64_t>(n - 1);
-    Tensor zero_t =
-        ids.type() == DT_INT32 ? Tensor::Scalar<int32_t>(0) : Tensor::Scalar<int64_t>(0);
-    Output local = ops::Minimum(ks, ops::Maximum(ks, ops::Sub(ks, ids, lo_t), zero_t), last_t);
-    Output rows =
-        ops::ResourceGather(ks.ColocateWith(parts_[k].op()), parts_[k].handle(), local, dtype_);
-    Output in_part =
-        ops::LogicalAnd(ks, ops::GreaterEqual(ks, ids, lo_t), ops::Less(ks, ids, hi_t));
-    // [ids..., 1, ...]: one trailing 1 per row dimension, to broadcast.
-    Output mask = ops::Cast(ks, in_part, dtype_);
-    for (int d = 1; d < shape_.rank(); ++d) {
-      mask = ops::ExpandDims(ks, mask, Tensor::Scalar<int32_t>(-1));
-    }
-    masked.push_back(ops::Mul(ks, rows, mask));
+  const int64_t k_parts = static_cast<int64_t>(parts_.size());
+  Scope ls = scope.WithOpName("").NewSubScope("embedding_lookup");
+  Output flat = ops::Reshape(ls, ids, Tensor::FromVector<int32_t>({-1}));
+  // Each id's part: how many parts start at or before it. The parts'
+  // offsets make this right for any part sizes (TensorFlow's "div"
+  // arithmetic assumes its own even sizes). Ids below 0 land in part 0 and
+  // ids from N on in the last part, whose gather rejects them.
+  const std::vector<int64_t> starts(offsets_.begin() + 1, offsets_.end());
+  Output started = ops::GreaterEqual(ls, ops::ExpandDims(ls, flat, Tensor::Scalar<int32_t>(1)),
+                                     IdsConst(ls, ids.type(), starts));
+  Output part = ops::Sum(ls, ops::Cast(ls, started, DT_INT32), Tensor::Scalar<int32_t>(1));
+  Output local = ops::Sub(
+      ls, flat,
+      ops::GatherV2(ls, IdsConst(ls, ids.type(), offsets_), part, Tensor::Scalar<int32_t>(0)));
+  OutputList local_ids = ops::DynamicPartition(ls, local, part, k_parts).outputs;
+  Output positions =
+      ops::Range(ls, Tensor::Scalar<int32_t>(0), ops::Size(ls, flat), Tensor::Scalar<int32_t>(1));
+  OutputList part_positions = ops::DynamicPartition(ls, positions, part, k_parts).outputs;
+  if (local_ids.size() != parts_.size() || part_positions.size() != parts_.size()) {
+    return Output();
   }
-  Output sum = ops::AddN(scope, InputList(masked));
-  if (sum.node() != nullptr) sum.node()->set_output_shape(0, out_shape);
-  return sum;
+  std::vector<Input> rows;
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    Scope ks = ls.NewSubScope(absl::StrCat("part_", k)).ColocateWith(parts_[k].op());
+    rows.push_back(ops::ResourceGather(ks, parts_[k].handle(), local_ids[k], dtype_));
+  }
+  std::vector<Input> positions_list(part_positions.begin(), part_positions.end());
+  Output stitched = ops::DynamicStitch(ls, InputList(positions_list), InputList(rows));
+  // [ids..., rows...]: static when ids' shape is.
+  Output target;
+  if (out_shape.fully_defined()) {
+    std::vector<int64_t> dims(out_shape.dims().begin(), out_shape.dims().end());
+    target = ops::Const(ls, Tensor::FromVector<int64_t>(dims));
+  } else {
+    target = ops::ConcatV2(ls,
+                           InputList({ops::Shape(ls, ids, ops::Shape::OutType(DT_INT64)),
+                                      ops::Const(ls, Tensor::FromVector<int64_t>(row_dims))}),
+                           Tensor::Scalar<int32_t>(0));
+  }
+  Output result = ops::Reshape(scope, stitched, target);
+  if (result.node() != nullptr) result.node()->set_output_shape(0, out_shape);
+  return result;
 }
 
 Operation PartitionedVariable::Assign(const Scope& scope, const Input& value) const {

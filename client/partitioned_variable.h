@@ -16,16 +16,17 @@
 //    with its part and the concat built where the reader's scope puts it.
 //    Its gradient (ConcatV2's SplitV) gives every part its own rows, so an
 //    optimizer updates each part next to it and keeps slots per part.
-//  * Gather(ids) is embedding_lookup with partition_strategy "div": part k
-//    gathers, next to itself, rows clip(ids - offset_k, 0, n_k - 1), and
-//    the reader masks the rows whose id is not in part k and sums the
-//    parts. The table never travels; each part sends one row per id (the
-//    masked ones are zeros), K rows per id in all: without a
-//    DynamicPartition op the per-part id lists cannot be compacted. Ids
-//    outside [0, N) give zero rows instead of an error, and the sparse
-//    gradient of part k also lists the clipped rows with zero values
-//    (harmless for GradientDescent, Adagrad, Adam and RMSProp; Momentum's
-//    sparse update decays those rows' accumulators).
+//  * Gather(ids) is embedding_lookup with partition_strategy "div", as
+//    TensorFlow builds it but for any part sizes: an id's part is the
+//    number of parts starting at or before it; DynamicPartition splits the
+//    ids (made local to their part) and their positions by part; part k
+//    gathers its own ids next to itself; DynamicStitch puts the rows back
+//    in the ids' order, on the reader's side. The table never travels and
+//    each id's row crosses the network once, from its own part; part k's
+//    sparse gradient lists only the rows its ids named. An id outside
+//    [0, N) fails the step with InvalidArgument naming the gather of part
+//    0 (negative ids) or of the last part (ids >= N); the index that
+//    message reports is the id minus that part's offset.
 //
 // Initial value: the initializer builds the FULL tensor once, under
 // "w/Initializer" where the scope's devices put it (not colocated with any

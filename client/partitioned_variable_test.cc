@@ -5,9 +5,14 @@
 #include "client/partitioned_variable.h"
 
 #include <cstring>
+#include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/client_session.h"
 #include "client/ops.h"
 #include "gmock/gmock.h"
@@ -167,6 +172,108 @@ TEST(PartitionedVariableTest, ReadGatherAndAssignGoThroughTheParts) {
   ASSERT_EQ((*r)[3].shape(), TensorShape({2, 3}));
   EXPECT_EQ((*r)[3].flat<float>()[0], table.flat<float>()[9]);
   EXPECT_EQ((*r)[3].flat<float>()[5], table.flat<float>()[14]);
+}
+
+// Gather is an unpartitioned gather, bit for bit: TensorFlow's even parts
+// (K = 1, 2, 3, one row each) and explicit sizes, ids of both types, of
+// static and of unknown shape, repeated and in any order. With K > 1 it
+// routes the ids with DynamicPartition / DynamicStitch and each part
+// gathers once, next to itself.
+TEST(PartitionedVariableTest, GatherIsTheUnpartitionedGather) {
+  struct Layout {
+    int num_parts;
+    std::vector<int64_t> sizes;  // explicit when not empty
+  };
+  const Layout layouts[] = {{1, {}}, {2, {}}, {3, {}}, {7, {}}, {3, {1, 4, 2}}, {3, {5, 1, 1}}};
+  const Tensor table = Table();
+  const Tensor ids_matrix =
+      Tensor::FromVector<int32_t>({6, 0, 3, 3, 2, 5, 4, 1, 6, 0, 2, 2}, TensorShape({3, 4}));
+  Tensor ids_vector(DT_INT64, TensorShape({9}));
+  const int64_t ids_vector_v[] = {4, 1, 2, 6, 0, 5, 3, 4, 1};
+  for (int i = 0; i < 9; ++i) ids_vector.flat<int64_t>()[i] = ids_vector_v[i];
+  for (const Layout& layout : layouts) {
+    SCOPED_TRACE(
+        absl::StrCat(layout.num_parts, " parts of [", absl::StrJoin(layout.sizes, ","), "]"));
+    Scope root = Scope::NewRootScope();
+    Variable whole(root.WithOpName("whole"), {7, 3}, DT_FLOAT, init::Constant(table));
+    std::optional<PartitionedVariable> w;
+    if (layout.sizes.empty()) {
+      w.emplace(root.WithOpName("w"), PartialShape({7, 3}), DT_FLOAT, layout.num_parts,
+                init::Constant(table));
+    } else {
+      w.emplace(root.WithOpName("w"), PartialShape({7, 3}), DT_FLOAT, layout.sizes,
+                init::Constant(table));
+    }
+    ASSERT_EQ(w->num_parts(), layout.num_parts);
+    Output static_ids = ops::Const(root, ids_matrix);
+    Output dynamic_ids = ops::Placeholder(root, DT_INT64);  // unknown rank
+    Output got_static = w->Gather(root, static_ids);
+    Output got_dynamic = w->Gather(root, dynamic_ids);
+    Output want_static = ops::ResourceGather(root, whole.handle(), static_ids, DT_FLOAT);
+    Output want_dynamic = ops::ResourceGather(root, whole.handle(), dynamic_ids, DT_FLOAT);
+    ASSERT_TRUE(root.ok()) << root.status();
+    EXPECT_EQ(got_static.shape(), PartialShape({3, 4, 3}));
+    EXPECT_FALSE(got_dynamic.shape().known_rank());
+    std::set<std::string> gather_groups;
+    int partitions = 0, stitches = 0;
+    for (Node* n : root.graph()->nodes()) {
+      partitions += n->op() == "DynamicPartition";
+      stitches += n->op() == "DynamicStitch";
+      if (n->op() == "ResourceGather" && absl::StartsWith(n->name(), "embedding_lookup")) {
+        gather_groups.insert(n->def().attr().at("_class").list().s(0));
+      }
+    }
+    if (layout.num_parts > 1) {
+      // Ids and positions, per lookup; one gather per part and lookup.
+      EXPECT_EQ(partitions, 4);
+      EXPECT_EQ(stitches, 2);
+      EXPECT_EQ(gather_groups.size(), static_cast<size_t>(layout.num_parts));
+    }
+    ClientSession session(root);
+    ASSERT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(root)}).ok());
+    auto r = session.Run({{dynamic_ids, ids_vector}},
+                         {got_static, want_static, got_dynamic, want_dynamic});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ((*r)[0].shape(), TensorShape({3, 4, 3}));
+    EXPECT_TRUE(BitEqual((*r)[0], (*r)[1]));
+    EXPECT_EQ((*r)[2].shape(), TensorShape({9, 3}));
+    EXPECT_TRUE(BitEqual((*r)[2], (*r)[3]));
+    // No ids: no rows.
+    auto empty = session.Run({{dynamic_ids, Tensor(DT_INT64, TensorShape({0, 2}))}}, {got_dynamic});
+    ASSERT_TRUE(empty.ok()) << empty.status();
+    EXPECT_EQ((*empty)[0].shape(), TensorShape({0, 2, 3}));
+  }
+}
+
+// An id outside [0, 7) is an error from the gather of the part it would
+// follow, naming that node, not a row of zeros.
+TEST(PartitionedVariableTest, GatherOfAnIdOutOfRangeFails) {
+  Scope root = Scope::NewRootScope();
+  PartitionedVariable w(root.WithOpName("w"), {7, 3}, DT_FLOAT, 3, init::Constant(Table()));
+  Output ids = ops::Placeholder(root, DT_INT32);
+  Output rows = w.Gather(root, ids);
+  ASSERT_TRUE(root.ok()) << root.status();
+  ClientSession session(root);
+  ASSERT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(root)}).ok());
+  // Parts of 3, 2, 2 rows at offsets 0, 3, 5.
+  struct Case {
+    int32_t id;
+    const char* node;
+    const char* message;
+  };
+  for (const Case& c : {Case{7, "embedding_lookup/part_2/ResourceGather", "= 2 is not in [0, 2)"},
+                        Case{100, "embedding_lookup/part_2/ResourceGather", "= 95 is not in"},
+                        Case{-1, "embedding_lookup/part_0/ResourceGather", "= -1 is not in"}}) {
+    SCOPED_TRACE(c.id);
+    auto r = session.Run({{ids, Tensor::FromVector<int32_t>({0, c.id, 4})}}, {rows});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_THAT(std::string(r.status().message()),
+                HasSubstr(absl::StrCat("node '", c.node, "' (op ResourceGather)")));
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message));
+  }
+  auto ok = session.Run({{ids, Tensor::FromVector<int32_t>({0, 6, 4})}}, {rows});
+  EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
 TEST(PartitionedVariableTest, ErrorsNameTheVariable) {

@@ -18,6 +18,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterTrainingKernels(r);
   RegisterGradKernels(r);
   RegisterQueueKernels(r);
+  RegisterDynamicPartitionKernels(r);
 }
 
 const KernelRegistry& DefaultKernelRegistry() {

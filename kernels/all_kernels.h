@@ -22,6 +22,8 @@ void RegisterConvKernels(KernelRegistry& r);         // conv_kernels.cc
 void RegisterTrainingKernels(KernelRegistry& r);     // training_kernels.cc
 void RegisterGradKernels(KernelRegistry& r);         // grad_kernels.cc
 void RegisterQueueKernels(KernelRegistry& r);        // queue_kernels.cc
+// dynamic_partition_kernels.cc: DynamicPartition, DynamicStitch.
+void RegisterDynamicPartitionKernels(KernelRegistry& r);
 
 void RegisterAllKernels(KernelRegistry& r);
 

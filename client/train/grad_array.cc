@@ -1,6 +1,7 @@
 // Gradients of the array and state ops: identities (which pass sparse
 // gradients through), variable reads, reshapes, concat/split, transpose,
-// pack/unpack, and the gathers, whose gradients are IndexedSlices.
+// pack/unpack, the gathers, whose gradients are IndexedSlices, and
+// DynamicPartition/DynamicStitch, each the other's gradient.
 #include "client/train/grad_internal.h"
 #include "client/train/gradients.h"
 
@@ -194,6 +195,66 @@ Grads ResourceGatherGrad(const Scope& s, const Operation& op, const std::vector<
   return out;
 }
 
+// The number of elements of `o`: static when known, else a Size op.
+Output SizeOf(const Scope& s, const Output& o) {
+  const int64_t n = o.shape().known_rank() ? o.shape().num_elements() : -1;
+  return n >= 0 ? Const(s, Tensor::Scalar<int32_t>(static_cast<int32_t>(n))) : Size(s, o);
+}
+
+// DynamicPartition: each output's gradient goes back to the rows it came
+// from (TensorFlow's _DynamicPartitionGrads: stitch the gradients by the
+// partitioned positions); outputs without one give zeros.
+Outs DynamicPartitionGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
+  int64_t num_partitions = 0;
+  GR_RETURN_IF_ERROR(NodeAttr(op, "num_partitions", &num_partitions));
+  Output partitions = InputOf(op, 1);
+  Output positions = Reshape(s, Op(s, "Range").In(0).In(SizeOf(s, partitions)).In(1).Out(),
+                             ShapeOf(s, partitions));
+  std::vector<Output> indices = Op(s, "DynamicPartition")
+                                    .In(positions)
+                                    .In(partitions)
+                                    .Attr("num_partitions", AInt(num_partitions))
+                                    .Outs();
+  Output stitched = Op(s, "DynamicStitch").InList(indices).InList(FillZeros(s, op, dy)).Out();
+  return std::vector<Output>{Reshape(s, stitched, ShapeOf(s, InputOf(op, 0))), Output()};
+}
+
+// DynamicStitch: data[m]'s gradient is the output gradient gathered at
+// indices[m], zero for the elements a later index overwrote (TensorFlow's
+// _DynamicStitchGrads: number every element, stitch the numbers, and keep
+// the elements whose number won their row). Indices get none.
+Outs DynamicStitchGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
+  const int n = op.node()->num_inputs() / 2;
+  std::vector<Output> out(static_cast<size_t>(2 * n));
+  if (dy[0].node() == nullptr) return out;
+  std::vector<Output> indices, numbers;
+  Output offset = Const(s, Tensor::Scalar<int32_t>(0));
+  for (int m = 0; m < n; ++m) {
+    indices.push_back(InputOf(op, m));
+    Output end = Add(s, offset, SizeOf(s, indices[m]));
+    numbers.push_back(
+        Reshape(s, Op(s, "Range").In(offset).In(end).In(1).Out(), ShapeOf(s, indices[m])));
+    offset = end;
+  }
+  Output winners = Op(s, "DynamicStitch").InList(indices).InList(numbers).Out();
+  const PartialShape merged = OutputOf(op, 0).shape();
+  for (int m = 0; m < n; ++m) {
+    Output g = GatherV2(s, dy[0], indices[m], 0);
+    Output won = Binary(s, "Equal", GatherV2(s, winners, indices[m], 0), numbers[m]);
+    Output mask = Cast(s, won, dy[0].type());
+    // One trailing 1 per dimension of a row, to broadcast over the rows.
+    if (merged.known_rank()) {
+      for (int d = 1; d < merged.rank(); ++d) mask = ExpandDims(s, mask, -1);
+    } else {
+      Output extra = Sub(s, Unary(s, "Rank", g), Unary(s, "Rank", indices[m]));
+      Output ones = Op(s, "Fill").In(Reshape(s, extra, IntVec(s, {1}))).In(1).Out();
+      mask = Reshape(s, mask, ConcatV2(s, {Shape(s, mask), ones}, 0));
+    }
+    out[n + m] = Mul(s, g, mask);
+  }
+  return out;
+}
+
 }  // namespace
 
 void RegisterArrayGradients(GradientRegistry& r) {
@@ -212,6 +273,8 @@ void RegisterArrayGradients(GradientRegistry& r) {
   r.Add("Gather", GatherGrad);
   r.Add("GatherV2", GatherGrad);
   r.Add("ResourceGather", ResourceGatherGrad);
+  r.AddDense("DynamicPartition", DynamicPartitionGrad);
+  r.AddDense("DynamicStitch", DynamicStitchGrad);
   for (const char* op :
        {"StopGradient", "Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "OneHot",
         "Range", "Fill", "VariableShape", "RandomUniform", "RandomStandardNormal",

@@ -30,7 +30,8 @@ struct Case {
   std::vector<TensorShape> shapes;
   DataType dtype = DT_DOUBLE;
   double lo = -1, hi = 1;
-  bool dynamic = false;  // placeholders of unknown dims
+  bool dynamic = false;       // placeholders of unknown dims
+  bool unknown_rank = false;  // placeholders of unknown rank
   double tol = 1e-6;
   double delta = 1e-5;
   double float_delta = 1e-2;
@@ -51,6 +52,7 @@ void Check(const Case& c, const BuildFn& build) {
   for (const TensorShape& shape : c.shapes) {
     PartialShape ps =
         c.dynamic ? PartialShape::UnknownOfRank(shape.dims()) : PartialShape(shape.dim_sizes());
+    if (c.unknown_rank) ps = PartialShape();
     xs.push_back(Placeholder(root, c.dtype, ps));
     values.push_back(RandomTensor(c.dtype, shape, c.lo, c.hi, seed++));
   }
@@ -331,6 +333,68 @@ TEST(GradientsTest, GatherIsSparseAndMatchesNumeric) {
   Check(c, [](const Scope& s, const std::vector<Output>& x) {
     return Op(s, "Gather").In(x[0]).In({{0, 1}, {1, 3}}).Out();
   });
+}
+
+Output Stitch(const Scope& s, const std::vector<Tensor>& indices, const std::vector<Output>& data) {
+  std::vector<Output> idx;
+  for (const Tensor& t : indices) idx.push_back(internal::Const(s, t));
+  return Op(s, "DynamicStitch").InList(idx).InList(data).Out();
+}
+
+TEST(GradientsTest, DynamicPartition) {
+  Case c;
+  c.shapes = {TensorShape({5, 3})};
+  for (bool dynamic : {false, true}) {
+    c.dynamic = dynamic;
+    // Partition 1 reaches nothing: its rows get zeros.
+    Check(c, [](const Scope& s, const std::vector<Output>& x) {
+      std::vector<Output> parts = Op(s, "DynamicPartition")
+                                      .In(x[0])
+                                      .In({2, 0, 2, 1, 0})
+                                      .Attr("num_partitions", internal::AInt(3))
+                                      .Outs();
+      return internal::Mul(s, parts[0], internal::Square(s, parts[2]));
+    });
+    // Matrix partitions: scalar rows.
+    Check(c, [](const Scope& s, const std::vector<Output>& x) {
+      std::vector<Output> parts =
+          Op(s, "DynamicPartition")
+              .In(x[0])
+              .In(Input(Tensor::FromVector<int32_t>({0, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0, 1, 0},
+                                                    TensorShape({5, 3}))))
+              .Attr("num_partitions", internal::AInt(2))
+              .Outs();
+      return internal::Square(s, parts[1]);
+    });
+  }
+}
+
+// Numeric differences see that an overwritten element does not reach the
+// output: its gradient must be zero, within one input and across inputs.
+TEST(GradientsTest, DynamicStitch) {
+  Case c;
+  c.shapes = {TensorShape({2, 2, 3}), TensorShape({3, 3})};
+  for (bool dynamic : {false, true}) {
+    c.dynamic = dynamic;
+    Check(c, [](const Scope& s, const std::vector<Output>& x) {
+      // Rows 0 and 4 of x[0] are overwritten by x[1].
+      Output merged = Stitch(s,
+                             {Tensor::FromVector<int32_t>({0, 3, 1, 4}, TensorShape({2, 2})),
+                              Tensor::FromVector<int32_t>({4, 2, 0})},
+                             {x[0], x[1]});
+      return internal::Square(s, merged);
+    });
+  }
+  c.dynamic = false;
+  c.shapes = {TensorShape({4, 2})};
+  for (bool unknown_rank : {false, true}) {
+    c.unknown_rank = unknown_rank;
+    Check(c, [](const Scope& s, const std::vector<Output>& x) {
+      // Row 1 is written by x[0][0] and then x[0][2]; row 3 by nobody.
+      Output merged = Stitch(s, {Tensor::FromVector<int32_t>({1, 0, 1, 4})}, {x[0]});
+      return internal::Mul(s, merged, merged);
+    });
+  }
 }
 
 TEST(GradientsTest, Conv2DAndMaxPool) {

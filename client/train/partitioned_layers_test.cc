@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/client_session.h"
+#include "client/train/gradients.h"
 #include "client/train/layers.h"
 #include "client/train/models.h"
 #include "client/train/ops_internal.h"
@@ -65,9 +66,23 @@ struct Trace {
   std::map<std::string, Tensor> initial, final;
 };
 
+enum class Opt { kGradientDescent, kAdam, kMomentum };
+
+const char* OptName(Opt o) {
+  switch (o) {
+    case Opt::kGradientDescent:
+      return "GradientDescent";
+    case Opt::kAdam:
+      return "Adam";
+    case Opt::kMomentum:
+      return "Momentum";
+  }
+  return "?";
+}
+
 // Builds the model with `partitioner`, trains `steps` steps on a fixed
-// batch with GD (adam = false) or Adam, and records everything.
-Trace Train(Kind kind, bool adam, VariablePartitioner partitioner, int steps = 4) {
+// batch with optimizer `opt`, and records everything.
+Trace Train(Kind kind, Opt opt, VariablePartitioner partitioner, int steps = 4) {
   Trace t;
   Scope s = Scope::NewRootScope();
   Layers layers(s, LayersOptions{7, std::move(partitioner)});
@@ -94,8 +109,12 @@ Trace Train(Kind kind, bool adam, VariablePartitioner partitioner, int steps = 4
     xs = Tensor::FromVector<int32_t>({0, 9, 4, 4, 2, 7, 9, 9, 1, 5, 3, 8}, TensorShape({4, 3}));
   }
   GradientDescentOptimizer gd(0.25f);
-  AdamOptimizer adam_opt(0.05f);
-  auto train = TrainOp(s, layers, m.loss, adam ? static_cast<Optimizer&>(adam_opt) : gd);
+  AdamOptimizer adam(0.05f);
+  MomentumOptimizer momentum(0.25f, 0.9);
+  Optimizer& optimizer = opt == Opt::kAdam       ? static_cast<Optimizer&>(adam)
+                         : opt == Opt::kMomentum ? static_cast<Optimizer&>(momentum)
+                                                 : gd;
+  auto train = TrainOp(s, layers, m.loss, optimizer);
   EXPECT_TRUE(train.ok()) << train.status();
   t.variable_names = Names(layers.trainable_variables());
   std::map<std::string, Output> reads = FullReads(s, layers);
@@ -141,10 +160,10 @@ void ExpectSameTraining(const Trace& whole, const Trace& parts) {
 
 TEST(PartitionedLayersTest, MlpWithPartitionedKernelsTrainsBitIdentically) {
   VariablePartitioner split = PartitionsByName({{"dense/kernel", 3}, {"dense_1/kernel", 2}});
-  for (bool adam : {false, true}) {
-    SCOPED_TRACE(adam ? "Adam" : "GradientDescent");
-    Trace whole = Train(Kind::kMlp, adam, nullptr);
-    Trace parts = Train(Kind::kMlp, adam, split);
+  for (Opt opt : {Opt::kGradientDescent, Opt::kAdam}) {
+    SCOPED_TRACE(OptName(opt));
+    Trace whole = Train(Kind::kMlp, opt, nullptr);
+    Trace parts = Train(Kind::kMlp, opt, split);
     EXPECT_THAT(whole.variable_names,
                 ElementsAre("dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias",
                             "dense_2/kernel", "dense_2/bias"));
@@ -161,10 +180,13 @@ TEST(PartitionedLayersTest, PartitionedEmbeddingTrainsBitIdentically) {
   VariablePartitioner big = [](const std::string&, const PartialShape& shape) {
     return shape.dim(0) > 8 ? 3 : 1;
   };
-  for (bool adam : {false, true}) {
-    SCOPED_TRACE(adam ? "Adam" : "GradientDescent");
-    Trace whole = Train(Kind::kEmbedding, adam, nullptr);
-    Trace parts = Train(Kind::kEmbedding, adam, big);
+  // Momentum too: its sparse update changes every row a gradient lists,
+  // even with a zero value, so each part's gradient must list only the
+  // rows of the ids that fell in it.
+  for (Opt opt : {Opt::kGradientDescent, Opt::kAdam, Opt::kMomentum}) {
+    SCOPED_TRACE(OptName(opt));
+    Trace whole = Train(Kind::kEmbedding, opt, nullptr);
+    Trace parts = Train(Kind::kEmbedding, opt, big);
     EXPECT_THAT(parts.variable_names,
                 ElementsAre("embedding/embeddings/part_0", "embedding/embeddings/part_1",
                             "embedding/embeddings/part_2", "dense/kernel", "dense/bias",
@@ -257,6 +279,65 @@ TEST(PartitionedLayersTest, EmbeddingGathersNextToEachPart) {
   }
   EXPECT_EQ(gathers, 3);
   EXPECT_EQ(scatters, 3);
+}
+
+// The gradient of a lookup reaches each part as IndexedSlices of the rows
+// its ids named, in the ids' order (duplicates kept), with the part's own
+// row numbers and shape: nothing for rows of other parts.
+TEST(PartitionedLayersTest, LookupGradientGivesEachPartOnlyItsRows) {
+  Scope s = Scope::NewRootScope();
+  PartitionedVariable w(s.WithOpName("w"), {7, 3}, DT_FLOAT, std::vector<int64_t>{2, 4, 1},
+                        init::Zeros());
+  // Positions 0..5 hold ids 6, 0, 3 / 3, 1, 5: part 0 = rows [0, 2),
+  // part 1 = rows [2, 6), part 2 = row 6.
+  Output ids =
+      internal::Const(s, Tensor::FromVector<int32_t>({6, 0, 3, 3, 1, 5}, TensorShape({2, 3})));
+  Output rows = w.Gather(s, ids);
+  Tensor weights(DT_FLOAT, TensorShape({2, 3, 3}));
+  for (int i = 0; i < 18; ++i) weights.flat<float>()[i] = static_cast<float>(i + 1);
+  Output y = internal::Sum(s, internal::Mul(s, rows, internal::Const(s, weights)), {0, 1, 2});
+  std::vector<Output> handles;
+  for (const Variable& p : w.parts()) handles.push_back(p.handle());
+  auto g = ComputeGradients(s, {y}, handles, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->size(), 3u);
+  std::vector<Output> fetches;
+  for (const Gradient& gk : *g) {
+    ASSERT_TRUE(gk.is_sparse());
+    fetches.insert(fetches.end(), {gk.sparse->indices, gk.sparse->values, gk.sparse->dense_shape});
+  }
+  ClientSession session(s);
+  ASSERT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(s)}).ok());
+  auto r = session.Run(fetches);
+  ASSERT_TRUE(r.ok()) << r.status();
+  struct Want {
+    std::vector<int64_t> local_rows, positions, dense_shape;
+  };
+  const Want want[] = {
+      {{0, 1}, {1, 4}, {2, 3}}, {{1, 1, 3}, {2, 3, 5}, {4, 3}}, {{0}, {0}, {1, 3}}};
+  auto ints = [](const Tensor& t) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t.NumElements(); ++i) {
+      v.push_back(t.dtype() == DT_INT32 ? t.flat<int32_t>()[i] : t.flat<int64_t>()[i]);
+    }
+    return v;
+  };
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE(absl::StrCat("part ", k));
+    const Tensor& indices = (*r)[3 * k];
+    const Tensor& values = (*r)[3 * k + 1];
+    EXPECT_EQ(ints(indices), want[k].local_rows);
+    EXPECT_EQ(ints((*r)[3 * k + 2]), want[k].dense_shape);
+    // d y / d row at position p is weights[p].
+    const int64_t n = static_cast<int64_t>(want[k].positions.size());
+    ASSERT_EQ(values.shape(), TensorShape({n, 3}));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        EXPECT_EQ(values.flat<float>()[i * 3 + j],
+                  weights.flat<float>()[want[k].positions[i] * 3 + j]);
+      }
+    }
+  }
 }
 
 // An eval tower reuses the partitioned variables and computes the same.

@@ -16,6 +16,7 @@ void RegisterAllOps(OpRegistry& r) {
   RegisterTrainingOps(r);
   RegisterGradOps(r);
   RegisterQueueOps(r);
+  RegisterDataFlowOps(r);
 }
 
 const OpRegistry& DefaultOpRegistry() {
