@@ -18,6 +18,13 @@
 // does not vectorise. Dense updates of large variables are sharded on the
 // intra-op pool; sparse updates run row by row in index order (duplicate
 // indices apply one after the other, as in TensorFlow).
+//
+// Denormals: updates run with flush-to-zero and denormals-are-zero set (as
+// TensorFlow's threads do). Adam's first moment decays by beta1 every step
+// where a gradient is zero (dead ReLU units), reaching the denormal range
+// in some 700 steps; every SSE/AVX operation on a denormal then takes a
+// microcode assist (~100 cycles). Measured on a PS training an MLP: Adam
+// fell from 31% to under 5% of the cluster's CPU samples (~4x per step).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -29,6 +36,9 @@
 
 #if defined(__AVX__)
 #include <immintrin.h>
+#endif
+#if defined(__SSE__)
+#include <xmmintrin.h>
 #endif
 
 #include "absl/strings/str_cat.h"
@@ -124,6 +134,22 @@ absl::StatusOr<T> ScalarInput(const OpKernel& k, OpKernelContext* ctx, int i,
   }
   return t->base<T>()[0];
 }
+
+// Sets flush-to-zero and denormals-are-zero on this thread for its
+// lifetime, restoring the previous mode after.
+class ScopedFlushDenormal {
+ public:
+#if defined(__SSE__)
+  ScopedFlushDenormal() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtzDaz); }
+  ~ScopedFlushDenormal() { _mm_setcsr(saved_); }
+
+ private:
+  static constexpr unsigned kFtzDaz = 0x8040;  // FTZ (bit 15) | DAZ (bit 6)
+  const unsigned saved_;
+#else
+  ScopedFlushDenormal() {}  // not an unused trivial variable
+#endif
+};
 
 // ---------------------------------------------------------------------------
 // Update rules. Each rule's Fn<T>::Block updates kBlock elements of the
@@ -417,6 +443,7 @@ class ApplyOp : public ApplyBase<Rule> {
       const T* g = grad->base<T>();
       cwise::ParallelFor(ctx, var.NumElements(), 4 * static_cast<int64_t>(vars.size()),
                          [&](int64_t b, int64_t e) {
+                           ScopedFlushDenormal flush;
                            RunBlocks(fn, p[0] + b, p[1] ? p[1] + b : nullptr,
                                      p[2] ? p[2] + b : nullptr, g + b, e - b);
                          });
@@ -477,6 +504,7 @@ class SparseApplyOp : public ApplyBase<Rule> {
       T* p[3] = {nullptr, nullptr, nullptr};
       for (size_t i = 0; i < vars.size(); ++i) p[i] = vars[i]->tensor.base<T>();
       const T* g = grad->base<T>();
+      ScopedFlushDenormal flush;
       for (size_t i = 0; i < indices.size(); ++i) {
         const int64_t off = indices[i] * inner;
         RunBlocks(fn, p[0] + off, p[1] ? p[1] + off : nullptr, p[2] ? p[2] + off : nullptr,

@@ -168,6 +168,26 @@ TEST_P(TrainingTest, Adam) {
   }
 }
 
+// Slots decaying towards zero must not reach denormals (each costs a
+// microcode assist): updates flush them, and leave the caller's floating
+// point mode as it was.
+TEST_P(TrainingTest, AdamFlushesDenormalsToZero) {
+  const int n = 100003;       // sharded too
+  const float tiny = 1e-39f;  // a denormal
+  ASSERT_TRUE(std::fpclassify(tiny) == FP_SUBNORMAL);
+  SetVar("w", F(Vec(n, 1.0f)));
+  SetVar("m", F(Vec(n, tiny)));
+  SetVar("v", F(Vec(n, tiny)));
+  ASSERT_TRUE(Step("ApplyAdam", {"w", "m", "v"},
+                   {S(0.9f), S(0.999f), S(0.01f), S(0.9f), S(0.999f), S(1e-7f), F(Vec(n, 0.0f))})
+                  .ok());
+  for (float x : Get("m")) ASSERT_EQ(x, 0.0f);
+  for (float x : Get("v")) ASSERT_EQ(x, 0.0f);
+  for (float x : Get("w")) ASSERT_EQ(x, 1.0f);
+  volatile float small = 1e-30f;
+  EXPECT_TRUE(std::fpclassify(small * 1e-9f) == FP_SUBNORMAL) << "the thread's mode changed";
+}
+
 TEST_P(TrainingTest, Adagrad) {
   for (bool update_slots : {true, false}) {
     Vec w = Ramp(kN, 1, 0), a(kN, 0.1f);
