@@ -1,13 +1,86 @@
 #include "graph/tensor.h"
 
 #include <cstdlib>
+#include <limits>
+#include <mutex>
 #include <new>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
 
+// AddressSanitizer must see every free: no buffer cache under it.
+#if defined(__SANITIZE_ADDRESS__)
+#define GRAPHRUN_TENSOR_BUFFER_CACHE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GRAPHRUN_TENSOR_BUFFER_CACHE 0
+#endif
+#endif
+#ifndef GRAPHRUN_TENSOR_BUFFER_CACHE
+#define GRAPHRUN_TENSOR_BUFFER_CACHE 1
+#endif
+
 namespace graphrun {
 namespace {
+
+// Recycles large buffers of fixed-size types. A training step allocates
+// and frees the same large tensors every step (received variables and
+// gradients, MatMul outputs); through malloc each such free consolidates
+// the arena (glibc does that for every free of 64 KiB or more) and may trim
+// the heap, so the next step page-faults the memory back in. Freed buffers
+// of at least kMinBytes wait here, by size, for the next allocation of the
+// same size, up to kMaxBytes in all and kMaxPerSize per size; the rest go
+// back to malloc. Thread-safe.
+class BufferCache {
+ public:
+  static constexpr size_t kMinBytes =
+      GRAPHRUN_TENSOR_BUFFER_CACHE ? size_t{64} << 10 : std::numeric_limits<size_t>::max();
+  static constexpr size_t kMaxBytes = size_t{256} << 20;
+  static constexpr size_t kMaxPerSize = 16;
+
+  // Large sizes are rounded up to whole pages so near sizes share blocks.
+  static size_t RoundUp(size_t bytes) {
+    constexpr size_t kPage = 4096;
+    return bytes < kMinBytes ? bytes : (bytes + kPage - 1) / kPage * kPage;
+  }
+
+  // A cached block of exactly `bytes` (a RoundUp value), or null.
+  char* Take(size_t bytes) {
+    if (bytes < kMinBytes) return nullptr;
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = free_.find(bytes);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    char* p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= bytes;
+    return p;
+  }
+
+  // Keeps `p` (a block of `bytes`) for reuse; false when the caller must
+  // free it.
+  bool Give(char* p, size_t bytes) {
+    if (bytes < kMinBytes) return false;
+    std::lock_guard<std::mutex> l(mu_);
+    if (cached_bytes_ + bytes > kMaxBytes) return false;
+    std::vector<char*>& v = free_[bytes];
+    if (v.size() >= kMaxPerSize) return false;
+    v.push_back(p);
+    cached_bytes_ += bytes;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  absl::flat_hash_map<size_t, std::vector<char*>> free_;
+  size_t cached_bytes_ = 0;
+};
+
+BufferCache& TheBufferCache() {
+  static BufferCache* cache = new BufferCache();  // never destroyed: used at exit
+  return *cache;
+}
 
 template <typename Fn>
 void ForNonPod(DataType dt, Fn&& fn) {
@@ -29,6 +102,15 @@ TensorBuffer::TensorBuffer(DataType dtype, int64_t n) : dtype_(dtype), n_(n) {
   bytes_ = static_cast<size_t>(n) * ElementBytes(dtype);
   size_t alloc = (bytes_ + kAlignment - 1) / kAlignment * kAlignment;
   if (alloc == 0) alloc = kAlignment;
+  if (DataTypeSize(dtype) > 0) {  // fixed-size elements: recyclable
+    alloc = BufferCache::RoundUp(alloc);
+    data_ = TheBufferCache().Take(alloc);
+    if (data_ != nullptr) {
+      cached_bytes_ = alloc;
+      return;
+    }
+    if (alloc >= BufferCache::kMinBytes) cached_bytes_ = alloc;
+  }
   data_ = static_cast<char*>(std::aligned_alloc(kAlignment, alloc));
   if (data_ == nullptr) throw std::bad_alloc();
   ForNonPod(dtype_, [&](auto* tag) {
@@ -46,6 +128,7 @@ TensorBuffer::~TensorBuffer() {
     release_();
     return;
   }
+  if (cached_bytes_ > 0 && TheBufferCache().Give(data_, cached_bytes_)) return;
   ForNonPod(dtype_, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     T* p = reinterpret_cast<T*>(data_);

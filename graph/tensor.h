@@ -48,6 +48,9 @@ class TensorBuffer {
   int64_t n_ = 0;
   char* data_ = nullptr;
   size_t bytes_ = 0;
+  // Size of the block when it is large enough to be recycled (tensor.cc's
+  // buffer cache), else 0.
+  size_t cached_bytes_ = 0;
   std::function<void()> release_;
 };
 
