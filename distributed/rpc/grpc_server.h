@@ -112,6 +112,7 @@ class GrpcServer {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<DataChannelServer> data_server_;
   int bound_port_ = 0;
+  std::string local_target_;  // registered with LocalMaster while started
 
   mutable std::mutex mu_;
   std::condition_variable stopped_cv_;

@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "distributed/rpc/local_master.h"
 #include "graph/status.h"
 #include "runtime/session_factory.h"
 
@@ -33,6 +34,18 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Create(const SessionOp
 
 GrpcSession::~GrpcSession() { Close().IgnoreError(); }
 
+std::optional<absl::Status> GrpcSession::CallLocal(
+    const std::function<void(MasterInterface*, CallOptions*, StatusCallback)>& start) {
+  absl::Status result;
+  bool local = LocalMaster::Call(options_.target, [&](MasterInterface* m, CallOptions* opts) {
+    absl::Status s = CallAndWait([&](StatusCallback done) { start(m, opts, std::move(done)); });
+    // Named as errors over gRPC are (FromGrpcStatus).
+    result = AnnotatePeerStatus(s.code(), std::string(s.message()), who_);
+  });
+  if (!local) return std::nullopt;
+  return result;
+}
+
 std::string GrpcSession::handle() {
   std::lock_guard<std::mutex> l(mu_);
   return handle_;
@@ -50,9 +63,17 @@ absl::Status GrpcSession::Create(const tensorflow::GraphDef& graph) {
   *req.mutable_graph_def() = graph;
   *req.mutable_config() = options_.config;
   CreateSessionResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
-  GR_RETURN_IF_ERROR(FromGrpcStatus(stub_->CreateSession(&ctx, req, &resp), who_));
+  std::optional<absl::Status> local =
+      CallLocal([&](MasterInterface* m, CallOptions*, StatusCallback done) {
+        m->CreateSessionAsync(req, &resp, std::move(done));
+      });
+  if (local.has_value()) {
+    GR_RETURN_IF_ERROR(*local);
+  } else {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
+    GR_RETURN_IF_ERROR(FromGrpcStatus(stub_->CreateSession(&ctx, req, &resp), who_));
+  }
   std::lock_guard<std::mutex> l(mu_);
   handle_ = resp.session_handle();
   return absl::OkStatus();
@@ -64,6 +85,11 @@ absl::Status GrpcSession::Extend(const tensorflow::GraphDef& graph) {
   req.set_session_handle(handle());
   *req.mutable_graph_def() = graph;
   ExtendSessionResponse resp;
+  std::optional<absl::Status> local =
+      CallLocal([&](MasterInterface* m, CallOptions*, StatusCallback done) {
+        m->ExtendSessionAsync(req, &resp, std::move(done));
+      });
+  if (local.has_value()) return *local;
   grpc::ClientContext ctx;
   ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
   return FromGrpcStatus(stub_->ExtendSession(&ctx, req, &resp), who_);
@@ -94,9 +120,18 @@ absl::StatusOr<std::vector<Tensor>> GrpcSession::Run(const tensorflow::RunOption
   if (timeout > 0 && options.timeout_in_ms() <= 0)
     req.mutable_options()->set_timeout_in_ms(timeout);
   RunStepResponse resp;
-  grpc::ClientContext ctx;
-  if (timeout > 0) ctx.set_deadline(DeadlineAfterMs(timeout + kStepRpcGraceMs));
-  GR_RETURN_IF_ERROR(FromGrpcStatus(stub_->RunStep(&ctx, req, &resp), who_));
+  // The master enforces the step's deadline itself; only gRPC needs one.
+  std::optional<absl::Status> local =
+      CallLocal([&](MasterInterface* m, CallOptions* opts, StatusCallback done) {
+        m->RunStepAsync(opts, req, &resp, std::move(done));
+      });
+  if (local.has_value()) {
+    GR_RETURN_IF_ERROR(*local);
+  } else {
+    grpc::ClientContext ctx;
+    if (timeout > 0) ctx.set_deadline(DeadlineAfterMs(timeout + kStepRpcGraceMs));
+    GR_RETURN_IF_ERROR(FromGrpcStatus(stub_->RunStep(&ctx, req, &resp), who_));
+  }
   if (resp.tensor_size() != static_cast<int>(fetches.size())) {
     return absl::InternalError(absl::StrCat(who_, " returned ", resp.tensor_size(), " tensors for ",
                                             fetches.size(), " fetches"));
@@ -115,9 +150,17 @@ absl::StatusOr<std::vector<DeviceAttributes>> GrpcSession::ListDevices() {
   ListDevicesRequest req;
   req.set_session_handle(handle());
   ListDevicesResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
-  GR_RETURN_IF_ERROR(FromGrpcStatus(stub_->ListDevices(&ctx, req, &resp), who_));
+  std::optional<absl::Status> local =
+      CallLocal([&](MasterInterface* m, CallOptions*, StatusCallback done) {
+        m->ListDevicesAsync(req, &resp, std::move(done));
+      });
+  if (local.has_value()) {
+    GR_RETURN_IF_ERROR(*local);
+  } else {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
+    GR_RETURN_IF_ERROR(FromGrpcStatus(stub_->ListDevices(&ctx, req, &resp), who_));
+  }
   std::vector<DeviceAttributes> out;
   for (const auto* list : {&resp.local_device(), &resp.remote_device()}) {
     for (const auto& d : *list) {
@@ -139,6 +182,11 @@ absl::Status GrpcSession::Close() {
   CloseSessionRequest req;
   req.set_session_handle(h);
   CloseSessionResponse resp;
+  std::optional<absl::Status> local =
+      CallLocal([&](MasterInterface* m, CallOptions*, StatusCallback done) {
+        m->CloseSessionAsync(req, &resp, std::move(done));
+      });
+  if (local.has_value()) return *local;
   grpc::ClientContext ctx;
   ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
   return FromGrpcStatus(stub_->CloseSession(&ctx, req, &resp), who_);
@@ -148,6 +196,11 @@ absl::Status GrpcSession::Reset(const std::vector<std::string>& containers) {
   ResetRequest req;
   for (const auto& c : containers) req.add_container(c);
   ResetResponse resp;
+  std::optional<absl::Status> local =
+      CallLocal([&](MasterInterface* m, CallOptions*, StatusCallback done) {
+        m->ResetAsync(req, &resp, std::move(done));
+      });
+  if (local.has_value()) return *local;
   grpc::ClientContext ctx;
   ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
   return FromGrpcStatus(stub_->Reset(&ctx, req, &resp), who_);

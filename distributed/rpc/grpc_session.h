@@ -1,15 +1,19 @@
 // GrpcSession: a Session whose target is "grpc://host:port", talking to the
 // master service of any task of a cluster. RegisterGrpcSession() makes
-// NewSession() create one for such targets.
+// NewSession() create one for such targets. When the target is a server
+// running in this process, calls go to its master directly (LocalMaster).
 //
 // Thread-safety: as Session (Run may be called concurrently).
 #ifndef GRAPHRUN_DISTRIBUTED_RPC_GRPC_SESSION_H_
 #define GRAPHRUN_DISTRIBUTED_RPC_GRPC_SESSION_H_
 
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
+#include "distributed/master_interface.h"
 #include "distributed/protos/master_service.grpc.pb.h"
 #include "distributed/rpc/grpc_util.h"
 #include "runtime/session.h"
@@ -44,6 +48,11 @@ class GrpcSession : public Session {
  private:
   GrpcSession() = default;
   std::string handle();
+  // Runs start(master, opts, done) on the in-process master of the target
+  // and waits for `done`; nullopt (nothing called) when the target has no
+  // master in this process.
+  std::optional<absl::Status> CallLocal(
+      const std::function<void(MasterInterface*, CallOptions*, StatusCallback)>& start);
 
   SessionOptions options_;
   std::string address_, who_;
