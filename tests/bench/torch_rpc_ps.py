@@ -9,6 +9,11 @@ gradients on its own shard of the data, and sends them back; the PS applies
 them as they arrive (no locking across workers beyond a per-step mutex).
 Prints one JSON line: whole-cluster examples/s over SECONDS of training.
 
+BATCH is the global batch, as graphrun train's --batch_size: each worker
+computes BATCH / WORKERS examples per step, so both frameworks make the same
+number of PS round trips per example. (Until this was fixed each worker took
+BATCH examples, half graphrun's RPCs per example at 2 workers.)
+
 usage: torch_rpc_ps.py [BATCH=256] [SECONDS=5] [WORKERS=2] [OPTIMIZER=adam]
 """
 import json
@@ -128,8 +133,11 @@ def main():
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
+    if batch % workers != 0:
+        sys.exit(f"global batch {batch} is not divisible by {workers} workers")
     world = workers + 1
-    procs = [ctx.Process(target=run, args=(r, world, port, batch, seconds, optimizer, q))
+    procs = [ctx.Process(target=run,
+                         args=(r, world, port, batch // workers, seconds, optimizer, q))
              for r in range(world)]
     for p in procs:
         p.start()
@@ -139,6 +147,7 @@ def main():
         if p.is_alive():
             p.kill()
     print(json.dumps({"framework": "torch-rpc-ps", "model": "mlp", "batch": batch,
+                      "worker_batch": batch // workers,
                       "ps": 1, "workers": workers, "optimizer": optimizer,
                       "examples_per_sec": round(sum(rates), 1),
                       "torch": torch.__version__}))

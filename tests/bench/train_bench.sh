@@ -38,7 +38,8 @@ for rep in $(seq "$REPS"); do
   [[ $rep == 1 ]] && echo "$out" | head -1 | sed 's/^/torch config: /'
   for b in 256 32; do
     T[$b]+="$(echo "$out" | grep "\"batch\": $b," | eps) "
-    # PyTorch RPC parameter server, 1 PS + 2 workers, one thread each.
+    # PyTorch RPC parameter server, 1 PS + 2 workers, one thread each; "$b" is the
+    # global batch (b/2 per worker), as graphrun's --batch_size.
     R[$b]+="$(OPENBLAS_NUM_THREADS=1 /usr/bin/python3 tests/bench/torch_rpc_ps.py "$b" "$SECS" 2 "$OPT" 2>/dev/null | eps) "
   done
 done
