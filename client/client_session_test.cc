@@ -21,7 +21,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "tools/json.h"
+#include "util/json.h"
 
 extern char** environ;
 
@@ -145,12 +145,12 @@ std::string Graphrun(const std::vector<std::string>& args) {
 
 // The "values" of fetch `name` in graphrun's JSON output, as floats.
 std::vector<float> JsonValues(const std::string& json, const std::string& name) {
-  auto v = tools::ParseJson(json);
+  auto v = ParseJson(json);
   EXPECT_TRUE(v.ok()) << v.status() << "\n" << json;
   if (!v.ok()) return {};
-  const tools::JsonValue* f = v->Find("fetches");
-  const tools::JsonValue* t = f ? f->Find(name) : nullptr;
-  const tools::JsonValue* vals = t ? t->Find("values") : nullptr;
+  const JsonValue* f = v->Find("fetches");
+  const JsonValue* t = f ? f->Find(name) : nullptr;
+  const JsonValue* vals = t ? t->Find("values") : nullptr;
   EXPECT_NE(vals, nullptr) << name << " in " << json;
   std::vector<float> out;
   if (vals == nullptr) return out;

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -10,13 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "distributed/json_internal.h"
+#include "graph/status.h"
+#include "util/json.h"
 
 namespace graphrun {
 namespace distributed {
 namespace {
-
-using internal::JsonValue;
 
 bool ValidJobName(const std::string& job) {
   if (job.empty()) return false;
@@ -39,47 +39,78 @@ absl::Status CheckAddress(const std::string& where, const std::string& address) 
   return absl::OkStatus();
 }
 
-absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string& what) {
-  if (v.kind != JsonValue::Kind::kObject) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": expected an object of jobs, got ", JsonValue::KindName(v.kind)));
+const char* KindName(const JsonValue& v) {
+  switch (v.kind()) {
+    case JsonValue::Kind::kNull:
+      return "null";
+    case JsonValue::Kind::kBool:
+      return "a boolean";
+    case JsonValue::Kind::kNumber:
+      return "a number";
+    case JsonValue::Kind::kString:
+      return "a string";
+    case JsonValue::Kind::kArray:
+      return "an array";
+    case JsonValue::Kind::kObject:
+      return "an object";
   }
+  return "?";
+}
+
+// InvalidArgument naming the first key that appears twice in an object.
+absl::Status CheckNoDuplicateKeys(const JsonValue& v, const std::string& what) {
+  std::set<std::string> seen;
+  for (const auto& [key, value] : v.members()) {
+    if (!seen.insert(key).second) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": duplicate key '", key, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string& what) {
+  if (!v.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": expected an object of jobs, got ", KindName(v)));
+  }
+  GR_RETURN_IF_ERROR(CheckNoDuplicateKeys(v, what));
   ClusterSpec spec;
-  for (const auto& [job, tasks] : v.object) {
+  for (const auto& [job, tasks] : v.members()) {
     std::string where = absl::StrCat(what, ": job '", job, "'");
     if (!ValidJobName(job)) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": job names are letters, digits, '_' and '-'"));
     }
     std::vector<std::string> addrs;
-    if (tasks.kind == JsonValue::Kind::kArray) {
-      for (size_t i = 0; i < tasks.array.size(); ++i) {
-        const JsonValue& a = tasks.array[i];
+    if (tasks.is_array()) {
+      for (size_t i = 0; i < tasks.items().size(); ++i) {
+        const JsonValue& a = tasks.items()[i];
         std::string tw = absl::StrCat(where, " task ", i);
-        if (a.kind != JsonValue::Kind::kString) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              tw, ": expected a \"host:port\" string, got ", JsonValue::KindName(a.kind)));
+        if (!a.is_string()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(tw, ": expected a \"host:port\" string, got ", KindName(a)));
         }
-        absl::Status s = CheckAddress(tw, a.str);
+        absl::Status s = CheckAddress(tw, a.string_value());
         if (!s.ok()) return s;
-        addrs.push_back(a.str);
+        addrs.push_back(a.string_value());
       }
-    } else if (tasks.kind == JsonValue::Kind::kObject) {
+    } else if (tasks.is_object()) {
       std::map<int, std::string> sparse;
-      for (const auto& [index, a] : tasks.object) {
+      GR_RETURN_IF_ERROR(CheckNoDuplicateKeys(tasks, where));
+      for (const auto& [index, a] : tasks.members()) {
         int i = 0;
         if (!absl::SimpleAtoi(index, &i) || i < 0) {
           return absl::InvalidArgumentError(
               absl::StrCat(where, ": task index '", index, "' is not a number"));
         }
         std::string tw = absl::StrCat(where, " task ", i);
-        if (a.kind != JsonValue::Kind::kString) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              tw, ": expected a \"host:port\" string, got ", JsonValue::KindName(a.kind)));
+        if (!a.is_string()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(tw, ": expected a \"host:port\" string, got ", KindName(a)));
         }
-        absl::Status s = CheckAddress(tw, a.str);
+        absl::Status s = CheckAddress(tw, a.string_value());
         if (!s.ok()) return s;
-        sparse[i] = a.str;
+        sparse[i] = a.string_value();
       }
       int expect = 0;
       for (const auto& [i, a] : sparse) {
@@ -91,8 +122,8 @@ absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string&
         addrs.push_back(a);
       }
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": expected an array of \"host:port\", got ", JsonValue::KindName(tasks.kind)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": expected an array of \"host:port\", got ", KindName(tasks)));
     }
     if (addrs.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": has no tasks"));
@@ -105,9 +136,10 @@ absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string&
 }  // namespace
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json) {
-  auto v = internal::ParseJson(json);
+  auto v = ParseJson(json);
   if (!v.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("cluster spec: ", v.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster spec: malformed JSON: ", v.status().message()));
   }
   return FromJsonValue(*v, "cluster spec");
 }
@@ -173,10 +205,10 @@ std::string ClusterSpec::ToJson() const {
   for (const auto& [job, tasks] : jobs_) {
     if (!first_job) out += ", ";
     first_job = false;
-    absl::StrAppend(&out, internal::JsonQuote(job), ": [");
+    absl::StrAppend(&out, JsonQuote(job), ": [");
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (i) out += ", ";
-      out += internal::JsonQuote(tasks[i]);
+      out += JsonQuote(tasks[i]);
     }
     out += "]";
   }
@@ -184,9 +216,12 @@ std::string ClusterSpec::ToJson() const {
 }
 
 absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
-  auto v = internal::ParseJson(json);
-  if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG: ", v.status().message()));
-  if (v->kind != JsonValue::Kind::kObject) {
+  auto v = ParseJson(json);
+  if (!v.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TF_CONFIG: malformed JSON: ", v.status().message()));
+  }
+  if (!v->is_object()) {
     return absl::InvalidArgumentError("TF_CONFIG: expected an object");
   }
   TfConfig cfg;
@@ -196,22 +231,24 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
   if (!spec.ok()) return spec.status();
   cfg.cluster = std::move(*spec);
   const JsonValue* task = v->Find("task");
-  if (task == nullptr || task->kind != JsonValue::Kind::kObject) {
+  if (task == nullptr || !task->is_object()) {
     return absl::InvalidArgumentError("TF_CONFIG: missing object field 'task'");
   }
   const JsonValue* type = task->Find("type");
-  if (type == nullptr || type->kind != JsonValue::Kind::kString || type->str.empty()) {
+  if (type == nullptr || !type->is_string() || type->string_value().empty()) {
     return absl::InvalidArgumentError("TF_CONFIG: task.type must be a non-empty string");
   }
-  cfg.task_type = type->str;
+  cfg.task_type = type->string_value();
   const JsonValue* index = task->Find("index");
   if (index == nullptr) {
     cfg.task_index = 0;
-  } else if (index->kind != JsonValue::Kind::kNumber || index->number < 0 ||
-             index->number != std::floor(index->number) || index->number > 1e6) {
-    return absl::InvalidArgumentError("TF_CONFIG: task.index must be a non-negative integer");
   } else {
-    cfg.task_index = static_cast<int>(index->number);
+    int n = -1;
+    if (!index->is_number() || !absl::SimpleAtoi(index->number_text(), &n) || n < 0 ||
+        n > 1000000) {
+      return absl::InvalidArgumentError("TF_CONFIG: task.index must be a non-negative integer");
+    }
+    cfg.task_index = n;
   }
   if (cfg.task_type != "evaluator" && cfg.task_index >= cfg.cluster.num_tasks(cfg.task_type)) {
     return absl::InvalidArgumentError(

@@ -23,15 +23,14 @@
 #include "placement/placement_report.h"
 #include "runtime/session.h"
 #include "tools/file_util.h"
-#include "tools/json.h"
 #include "tools/placeviz.h"
 #include "tools/run_command.h"
+#include "util/json.h"
 
 namespace graphrun {
 namespace {
 
 using ::testing::HasSubstr;
-using tools::JsonValue;
 
 std::string TempPath(const std::string& name) {
   return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
@@ -139,7 +138,7 @@ TEST_F(TrafficTest, RunMetadataNamesEveryTransferAndPlacevizShowsExactBytes) {
   std::ostringstream out, err;
   ASSERT_EQ(tools::PlacevizMain({"--run_metadata=" + path, "--format=json"}, out, err), 0)
       << err.str();
-  auto json = tools::ParseJson(out.str());
+  auto json = ParseJson(out.str());
   ASSERT_TRUE(json.ok()) << json.status() << out.str();
   EXPECT_TRUE(json->Find("measured")->bool_value());
   std::map<std::string, std::string> edges;  // "src -> dst tensor" -> bytes
@@ -195,7 +194,7 @@ TEST_F(TrafficTest, RunCommandTraceHasOneProcessPerTask) {
 
   auto trace_text = tools::ReadFileToString(req.trace_path);
   ASSERT_TRUE(trace_text.ok());
-  auto trace = tools::ParseJson(*trace_text);
+  auto trace = ParseJson(*trace_text);
   ASSERT_TRUE(trace.ok()) << trace.status();
   std::map<std::string, std::string> process;        // pid -> task
   std::map<std::string, std::set<std::string>> ops;  // task pid -> node names
@@ -281,7 +280,7 @@ TEST(LocalTrafficTest, MultiDeviceLocalRun) {
   std::ostringstream out;
   absl::Status s = tools::ExecuteRun(req, out);
   ASSERT_TRUE(s.ok()) << s;
-  auto trace = tools::ParseJson(*tools::ReadFileToString(req.trace_path));
+  auto trace = ParseJson(*tools::ReadFileToString(req.trace_path));
   ASSERT_TRUE(trace.ok());
   int processes = 0;
   std::set<std::string> threads;

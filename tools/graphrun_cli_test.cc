@@ -14,8 +14,8 @@
 #include "graph/proto/config.pb.h"
 #include "gtest/gtest.h"
 #include "tools/file_util.h"
-#include "tools/json.h"
 #include "tools/npy.h"
+#include "util/json.h"
 
 extern char** environ;
 

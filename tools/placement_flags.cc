@@ -7,7 +7,7 @@
 #include "graph/status.h"
 #include "placement/placement_pass.h"
 #include "tools/file_util.h"
-#include "tools/json.h"
+#include "util/json.h"
 
 namespace graphrun {
 namespace tools {

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "placement/model_testlib.h"
 #include "tools/file_util.h"
-#include "tools/json.h"
+#include "util/json.h"
 
 namespace graphrun {
 namespace tools {

@@ -20,7 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "graph/tensor.h"
 #include "graph/types.h"
-#include "tools/json.h"
+#include "util/json.h"
 
 namespace graphrun {
 namespace tools {

@@ -14,7 +14,7 @@
 #include "graph/types.h"
 #include "placement/device_spec.h"
 #include "placement/placement_report.h"
-#include "tools/json.h"
+#include "util/json.h"
 
 namespace graphrun {
 namespace tools {

@@ -7,7 +7,7 @@
 
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "tools/json.h"
+#include "util/json.h"
 
 namespace graphrun {
 namespace tools {

@@ -34,9 +34,9 @@
 #include "placement/ps_strategy.h"
 #include "placement/replica_device_setter.h"
 #include "tools/flags.h"
-#include "tools/json.h"
 #include "tools/process_util.h"
 #include "tools/server_command.h"
+#include "util/json.h"
 
 namespace graphrun {
 namespace tools {

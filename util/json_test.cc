@@ -1,4 +1,4 @@
-#include "tools/json.h"
+#include "util/json.h"
 
 #include <cmath>
 #include <limits>
@@ -8,7 +8,6 @@
 #include "gtest/gtest.h"
 
 namespace graphrun {
-namespace tools {
 namespace {
 
 using ::testing::HasSubstr;
@@ -66,5 +65,4 @@ TEST(JsonTest, ShortestFloats) {
 }
 
 }  // namespace
-}  // namespace tools
 }  // namespace graphrun

@@ -1,12 +1,13 @@
-// A minimal JSON reader and writing helpers for the CLI tools. No JSON
-// library is part of the build, and the tools only need RFC 8259 values of
-// modest size (feeds on the command line, small config files).
+// A minimal JSON reader and writing helpers, shared by the CLI tools and
+// the distributed runtime (cluster specs, TF_CONFIG). No JSON library is
+// part of the build, and only RFC 8259 values of modest size are read
+// (feeds on the command line, small config files).
 //
 // Numbers keep their source text, so an int64 or uint64 feed converts
 // exactly instead of through double. Object members keep source order;
 // duplicate keys are kept (lookups find the first).
-#ifndef GRAPHRUN_TOOLS_JSON_H_
-#define GRAPHRUN_TOOLS_JSON_H_
+#ifndef GRAPHRUN_UTIL_JSON_H_
+#define GRAPHRUN_UTIL_JSON_H_
 
 #include <string>
 #include <utility>
@@ -16,7 +17,6 @@
 #include "absl/strings/string_view.h"
 
 namespace graphrun {
-namespace tools {
 
 class JsonValue {
  public:
@@ -74,7 +74,6 @@ std::string JsonQuote(absl::string_view s);
 std::string FormatFloatShortest(float v);
 std::string FormatDoubleShortest(double v);
 
-}  // namespace tools
 }  // namespace graphrun
 
-#endif  // GRAPHRUN_TOOLS_JSON_H_
+#endif  // GRAPHRUN_UTIL_JSON_H_

@@ -1,4 +1,4 @@
-#include "tools/json.h"
+#include "util/json.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace graphrun {
-namespace tools {
 
 JsonValue JsonValue::Bool(bool b) {
   JsonValue v;
@@ -364,5 +363,4 @@ std::string FormatDoubleShortest(double v) {
   return buf;
 }
 
-}  // namespace tools
 }  // namespace graphrun
