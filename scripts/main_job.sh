@@ -2,8 +2,9 @@
 # The main job: sets up the machine and runs the richest real job graphrun
 # has: `graphrun train --model=mlp` with its defaults — the MLP trained on
 # Fashion-MNIST (/usr/share/datasets/fashion-mnist) by 2 PS + 2 worker tasks
-# of a local cluster the command starts itself (async, Adam, global batch
-# 256, 5 epochs, balanced placement), with progress lines, the placement
+# of a local cluster the command starts itself, one process per task (async,
+# Adam, global batch 256, 5 epochs, balanced placement splitting the big
+# kernel over both PS tasks), with progress lines, the placement
 # summary, checkpoints in /tmp/graphrun_train, the test-set evaluation and
 # one final JSON line (docs/training.md). Then `graphrun run` over the
 # shipped TensorFlow-format example graphs.
