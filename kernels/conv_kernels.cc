@@ -36,6 +36,7 @@
 #include "kernels/all_kernels.h"
 #include "kernels/array_util.h"
 #include "kernels/cwise_util.h"
+#include "kernels/onednn_util.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace graphrun {
@@ -290,6 +291,7 @@ class Conv2DOp : public ConvBase {
     GR_ASSIGN_OR_RETURN(std::shared_ptr<const Entry> e,
                         cache_.Get(g.Key(), [&] { return Build(g); }));
     return DnnlCall(*this, "convolution", [&] {
+      LimitOneDnnThreads(ctx->intra_op_parallelism());
       dnnl::stream s(CpuEngine());
       memory weights = Mem(e->weights.user, *filter);
       if (e->weights.reorder) {
@@ -355,6 +357,7 @@ class Conv2DBackpropInputOp : public ConvBase {
     GR_ASSIGN_OR_RETURN(std::shared_ptr<const Entry> e,
                         cache_.Get(g.Key(), [&] { return Build(g); }));
     return DnnlCall(*this, "convolution backward data", [&] {
+      LimitOneDnnThreads(ctx->intra_op_parallelism());
       dnnl::stream s(CpuEngine());
       memory weights = Mem(e->weights.user, *filter);
       if (e->weights.reorder) {
@@ -414,6 +417,7 @@ class Conv2DBackpropFilterOp : public ConvBase {
     GR_ASSIGN_OR_RETURN(std::shared_ptr<const Entry> e,
                         cache_.Get(g.Key(), [&] { return Build(g); }));
     return DnnlCall(*this, "convolution backward weights", [&] {
+      LimitOneDnnThreads(ctx->intra_op_parallelism());
       dnnl::stream s(CpuEngine());
       memory user = Mem(e->weights.user, *dw);
       memory weights = e->weights.reorder ? memory(e->weights.want, CpuEngine()) : user;
@@ -509,6 +513,7 @@ class PoolOp : public PoolBase {
     GR_ASSIGN_OR_RETURN(std::shared_ptr<const Entry> e,
                         cache_.Get(g.Key(), [&] { return Build(g); }));
     return DnnlCall(*this, "pooling", [&] {
+      LimitOneDnnThreads(ctx->intra_op_parallelism());
       dnnl::stream s(CpuEngine());
       e->prim.execute(
           s, {{DNNL_ARG_SRC, Mem(e->descs.src, *input)}, {DNNL_ARG_DST, Mem(e->descs.dst, *out)}});
@@ -576,6 +581,7 @@ class PoolGradOp : public PoolBase {
     GR_ASSIGN_OR_RETURN(std::shared_ptr<const Entry> e,
                         cache_.Get(g.Key(), [&] { return Build(g); }));
     return DnnlCall(*this, "pooling backward", [&] {
+      LimitOneDnnThreads(ctx->intra_op_parallelism());
       dnnl::stream s(CpuEngine());
       std::unordered_map<int, memory> args = {{DNNL_ARG_DIFF_DST, Mem(e->descs.dst, *dy)},
                                               {DNNL_ARG_DIFF_SRC, Mem(e->descs.src, *dx)}};

@@ -25,6 +25,10 @@ class DeviceBase {
   virtual ResourceMgr* resource_manager() = 0;
   // Intra-op pool for sharding one kernel's work; never null.
   virtual ThreadPool* intra_op_pool() = 0;
+  // Threads one kernel may use (the pool's workers plus the caller, as
+  // configured); 0 when unknown. Libraries with their own thread teams
+  // (oneDNN's OpenMP) are held to it.
+  virtual int intra_op_parallelism() const { return 0; }
   // Random per process start; part of every rendezvous key this device
   // sends under, so a restarted task is detected.
   virtual uint64_t incarnation() const = 0;

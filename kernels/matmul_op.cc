@@ -7,6 +7,7 @@
 #include "graph/status.h"
 #include "kernels/all_kernels.h"
 #include "kernels/cwise_util.h"
+#include "kernels/onednn_util.h"
 #include "oneapi/dnnl/dnnl.h"
 
 namespace graphrun {
@@ -67,6 +68,7 @@ absl::Status MatMulOp<float>::Gemm(OpKernelContext* ctx, const GemmDims& d, cons
   // Row-major: the leading dimension is the stored row length.
   const dnnl_dim_t lda = ta_ ? d.m : d.k;
   const dnnl_dim_t ldb = tb_ ? d.k : d.n;
+  LimitOneDnnThreads(ctx->intra_op_parallelism());
   dnnl_status_t s = dnnl_sgemm(ta_ ? 'T' : 'N', tb_ ? 'T' : 'N', d.m, d.n, d.k, 1.0f, a, lda, b,
                                ldb, 0.0f, c, d.n);
   if (s != dnnl_success) {

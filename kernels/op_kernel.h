@@ -196,6 +196,7 @@ class OpKernelContext {
   const std::function<void(std::function<void()>)>& runner() const { return params_->runner; }
   OpKernel* op_kernel() const { return params_->op_kernel; }
   ThreadPool* intra_op_pool() const { return params_->device->intra_op_pool(); }
+  int intra_op_parallelism() const { return params_->device->intra_op_parallelism(); }
 
   // The outputs, for the executor.
   std::vector<TensorValue>* mutable_outputs() { return &outputs_; }

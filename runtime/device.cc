@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::NewLocal(const DeviceMgrOp
     a.memory_limit = int64_t{1} << 34;
     a.incarnation = NewIncarnation();
     devices.push_back(std::make_unique<Device>(a, pool, std::make_shared<ResourceMgr>(o.job)));
+    devices.back()->set_intra_op_parallelism(threads);
   }
   return std::make_unique<DeviceMgr>(std::move(devices));
 }

@@ -27,9 +27,12 @@ class Device : public DeviceBase {
   ResourceMgr* resource_manager() override { return resource_mgr_.get(); }
   ThreadPool* intra_op_pool() override { return intra_op_pool_.get(); }
   uint64_t incarnation() const override { return attrs_.incarnation; }
+  int intra_op_parallelism() const override { return intra_op_parallelism_; }
+  void set_intra_op_parallelism(int n) { intra_op_parallelism_ = n; }
   const DeviceAttributes& attributes() const { return attrs_; }
 
  private:
+  int intra_op_parallelism_ = 0;
   DeviceAttributes attrs_;
   std::shared_ptr<ThreadPool> intra_op_pool_;
   std::shared_ptr<ResourceMgr> resource_mgr_;
