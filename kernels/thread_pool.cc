@@ -9,7 +9,8 @@ thread_local const ThreadPool* tls_pool = nullptr;
 thread_local int tls_id = -1;
 }  // namespace
 
-ThreadPool::ThreadPool(std::string name, int num_threads) : name_(std::move(name)) {
+ThreadPool::ThreadPool(std::string name, int num_threads, int max_parallelism)
+    : name_(std::move(name)), max_parallelism_(max_parallelism) {
   if (num_threads < 1) num_threads = 1;
   for (int i = 0; i < num_threads; ++i) {
     threads_.emplace_back([this, i] { WorkerLoop(i); });
@@ -56,7 +57,8 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
   if (total <= 0) return;
   // ~10k cycles per shard minimum keeps scheduling overhead small.
   const int64_t min_units = std::max<int64_t>(1, 10000 / std::max<int64_t>(1, cost_per_unit));
-  int64_t shards = std::min<int64_t>(num_threads() + 1, (total + min_units - 1) / min_units);
+  const int64_t parallelism = max_parallelism_ > 0 ? max_parallelism_ : num_threads() + 1;
+  int64_t shards = std::min<int64_t>(parallelism, (total + min_units - 1) / min_units);
   if (shards <= 1 || CurrentThreadId() >= 0) {
     fn(0, total);
     return;

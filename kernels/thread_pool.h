@@ -18,8 +18,10 @@ namespace graphrun {
 
 class ThreadPool {
  public:
-  // REQUIRES: num_threads >= 1.
-  ThreadPool(std::string name, int num_threads);
+  // REQUIRES: num_threads >= 1. `max_parallelism` (> 0) caps the shards
+  // of a ParallelFor, caller included: 1 runs every ParallelFor inline
+  // (a pool kept for Schedule only). 0: num_threads + 1.
+  ThreadPool(std::string name, int num_threads, int max_parallelism = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -38,6 +40,7 @@ class ThreadPool {
  private:
   void WorkerLoop(int id);
   std::string name_;
+  int max_parallelism_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;

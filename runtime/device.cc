@@ -25,8 +25,10 @@ absl::StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::NewLocal(const DeviceMgrOp
   int threads = o.intra_op_threads > 0
                     ? o.intra_op_threads
                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  // The calling thread takes part in ParallelFor, so the pool needs one fewer.
-  auto pool = std::make_shared<ThreadPool>("intra_op", std::max(1, threads - 1));
+  // The calling thread takes part in ParallelFor, so the pool needs one
+  // fewer; with one thread, kernels run inline (the pool's one worker only
+  // serves Schedule).
+  auto pool = std::make_shared<ThreadPool>("intra_op", std::max(1, threads - 1), threads);
   std::vector<std::unique_ptr<Device>> devices;
   for (int i = 0; i < o.num_cpus; ++i) {
     DeviceAttributes a;
