@@ -1,0 +1,95 @@
+// The pieces of `graphrun train` (tools/train_command.h) shared by its
+// files: train_replicas.cc builds and runs the replicas (local, in-process
+// cluster, one task of a cluster), train_processes.cc starts one process
+// per task, train_command.cc parses the flags and prints the result.
+#ifndef GRAPHRUN_TOOLS_TRAIN_INTERNAL_H_
+#define GRAPHRUN_TOOLS_TRAIN_INTERNAL_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "distributed/cluster_spec.h"
+#include "distributed/rpc/grpc_server.h"
+#include "tools/train_command.h"
+
+namespace graphrun {
+namespace tools {
+namespace train_internal {
+
+// Lets another thread end a TrainReplicated early (a task of the cluster
+// died): sets the stop flag the loops watch and releases replicas blocked
+// in a synchronous step. Thread-safe.
+class RunControl {
+ public:
+  void Abort(const absl::Status& why) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (status_.ok()) status_ = why;
+    stop_ = true;
+    if (release_) release_();
+  }
+  // `release` runs on Abort (at once if already aborted); null clears it,
+  // after which it is not running and will not run.
+  void SetRelease(std::function<void()> release) {
+    std::lock_guard<std::mutex> l(mu_);
+    release_ = std::move(release);
+    if (stop_ && release_) release_();
+  }
+  const std::atomic<bool>* stop() const { return &stop_; }
+  absl::Status status() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return status_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::atomic<bool> stop_{false};
+  absl::Status status_;
+  std::function<void()> release_;
+};
+
+// --local: one replica in a DirectSession.
+absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log);
+
+// Between-graph replication over `num_replicas` replicas, of which this
+// process runs replica_index.size(): replica_index[i] with its ops on
+// worker_devices[i] and its session on targets[i]. `chief_at` is the
+// position of the chief among them (-1: not here). `control` may be null.
+absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, int num_replicas,
+                                            const std::vector<std::string>& worker_devices,
+                                            const std::vector<std::string>& targets,
+                                            const std::vector<int>& replica_index, int chief_at,
+                                            std::ostream* log, RunControl* control);
+
+// --in_process: every task a gRPC server in this process.
+absl::StatusOr<TrainResult> TrainInProcessCluster(const TrainConfig& c, std::ostream* log);
+
+// The server of one task, started.
+absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> StartTaskServer(
+    const TrainConfig& c, const distributed::ClusterSpec& spec, const std::string& task_type,
+    int task_index);
+
+// Runs `task_type`:`task_index` of `spec` (chief or worker) in this
+// process: its server (`server` if given, started), then its replica.
+absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::ClusterSpec& spec,
+                                      const std::string& task_type, int task_index,
+                                      std::ostream* log, RunControl* control,
+                                      std::unique_ptr<distributed::GrpcServer> server = nullptr);
+
+// TF_CONFIG set: this process is that task.
+absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::string& tf_config,
+                                              std::ostream* log);
+
+// Default: one process per task (train_processes.cc).
+absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostream* log);
+
+}  // namespace train_internal
+}  // namespace tools
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_TOOLS_TRAIN_INTERNAL_H_

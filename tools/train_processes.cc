@@ -1,0 +1,209 @@
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "distributed/cluster_spec.h"
+#include "graph/status.h"
+#include "tools/process_util.h"
+#include "tools/train_internal.h"
+#include "util/json.h"
+
+namespace graphrun {
+namespace tools {
+namespace train_internal {
+namespace {
+
+// The flags that make a `graphrun train` child train as `c` does.
+std::vector<std::string> TrainFlags(const TrainConfig& c) {
+  std::vector<std::string> f = {
+      "train",
+      "--model=" + c.model,
+      "--data=" + c.data_dir,
+      absl::StrCat("--batch_size=", c.batch_size),
+      "--optimizer=" + c.optimizer,
+      "--checkpoint_dir=" + c.checkpoint_dir,
+      "--strategy=" + c.strategy,
+      absl::StrCat("--seed=", c.seed),
+      absl::StrCat("--intra_op_threads=", c.intra_op_threads),
+      absl::StrCat("--inter_op_threads=", c.inter_op_threads),
+      "--format=json",
+  };
+  if (c.steps >= 0) f.push_back(absl::StrCat("--steps=", c.steps));
+  if (c.epochs >= 0) f.push_back(absl::StrCat("--epochs=", c.epochs));
+  if (c.learning_rate > 0) f.push_back("--learning_rate=" + FormatDoubleShortest(c.learning_rate));
+  if (c.sync) f.push_back("--sync");
+  return f;
+}
+
+// The graphrun binary that children run.
+absl::StatusOr<std::string> GraphrunBinary(const TrainConfig& c) {
+  if (!c.binary.empty()) return c.binary;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || self.filename() != "graphrun") {
+    return absl::FailedPreconditionError(
+        "train: this process is not the graphrun binary; set TrainConfig::binary to start one "
+        "process per task, or train in process");
+  }
+  return self.string();
+}
+
+// Starts every child: `graphrun server` for a PS, `graphrun train` with
+// TF_CONFIG for a worker.
+absl::Status StartTaskProcesses(const TrainConfig& c, const std::string& binary,
+                                const distributed::ClusterSpec& spec,
+                                std::vector<ChildProcess>& children) {
+  const std::string spec_json = spec.ToJson();
+  const int intra = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
+  const int inter = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
+  for (ChildProcess& child : children) {
+    const bool ps = absl::StartsWith(child.task, "/job:ps/");
+    const std::string task = child.task.substr(child.task.rfind(':') + 1);
+    absl::StatusOr<pid_t> pid;
+    if (ps) {
+      pid = SpawnProcess(
+          binary,
+          {"server", "--cluster=" + spec_json, "--job=ps", "--task=" + task,
+           absl::StrCat("--intra_op_threads=", intra), absl::StrCat("--inter_op_threads=", inter)},
+          {}, child.log_file);
+    } else {
+      std::string tf_config = absl::StrCat(R"({"cluster": )", spec_json,
+                                           R"(, "task": {"type": "worker", "index": )", task, "}}");
+      pid = SpawnProcess(binary, TrainFlags(c), {"TF_CONFIG=" + tf_config}, child.log_file);
+    }
+    GR_RETURN_IF_ERROR(pid.status());
+    child.pid = *pid;
+  }
+  return absl::OkStatus();
+}
+
+// One process per task on loopback ports: `graphrun server` for each PS,
+// `graphrun train` with TF_CONFIG for workers 1..M-1 (output in a log file
+// each), and worker 0, the chief, in this process. A task that dies ends
+// the run with an error naming it.
+}  // namespace
+
+absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostream* log) {
+  constexpr int kReadyTimeoutMs = 30000;
+  constexpr int kStopTimeoutMs = 5000;
+  constexpr int kWorkerExitTimeoutMs = 60000;
+  GR_ASSIGN_OR_RETURN(std::string binary, GraphrunBinary(c));
+  std::string log_dir = "/tmp/graphrun_train_tasks_XXXXXX";
+  if (mkdtemp(log_dir.data()) == nullptr) {
+    return absl::FailedPreconditionError("train: cannot create a directory for the task logs");
+  }
+  // Ports are picked free, then bound by the tasks: another process may
+  // take one in between, so a start that fails to listen is retried on
+  // new ports.
+  distributed::ClusterSpec spec;
+  std::vector<ChildProcess> children;
+  std::unique_ptr<distributed::GrpcServer> chief_server;
+  absl::Status started;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    GR_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(c.ps + c.workers));
+    spec = distributed::ClusterSpec();
+    children.clear();
+    for (int i = 0; i < c.ps + c.workers; ++i) {
+      const bool ps = i < c.ps;
+      const int task = ps ? i : i - c.ps;
+      spec.AddTask(ps ? "ps" : "worker", absl::StrCat("127.0.0.1:", ports[i]));
+      if (!ps && task == 0) continue;  // the chief: this process
+      ChildProcess child;
+      child.task = distributed::TaskName(ps ? "ps" : "worker", task);
+      child.port = ports[i];
+      child.log_file = absl::StrCat(log_dir, "/", ps ? "ps" : "worker", "_", task, ".log");
+      children.push_back(child);
+    }
+    absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> server =
+        StartTaskServer(c, spec, "worker", 0);
+    if (!server.ok()) {
+      started = server.status();
+      continue;
+    }
+    chief_server = std::move(*server);
+    started = StartTaskProcesses(c, binary, spec, children);
+    if (started.ok()) started = WaitUntilListening(children, kReadyTimeoutMs);
+    if (started.ok()) break;
+    StopProcesses(children, kStopTimeoutMs);
+    chief_server->Stop();
+    chief_server.reset();
+  }
+  if (!started.ok()) {
+    return absl::Status(started.code(),
+                        absl::StrCat("train: starting the cluster: ", started.message(),
+                                     " (logs in ", log_dir, ")"));
+  }
+  if (log != nullptr) {
+    *log << "cluster (one process per task; logs in " << log_dir << "): " << spec.ToJson() << "\n";
+  }
+
+  // Watch the children while the chief trains.
+  RunControl control;
+  std::atomic<bool> chief_done{false};
+  std::mutex children_mu;
+  std::thread monitor([&] {
+    while (!chief_done.load()) {
+      {
+        std::lock_guard<std::mutex> l(children_mu);
+        for (ChildProcess& child : children) {
+          if (child.pid <= 0 || !Reap(child)) continue;
+          const bool ps = absl::StartsWith(child.task, "/job:ps/");
+          if (ps || !WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
+            std::string last = LastLine(child.log_file);
+            control.Abort(absl::UnavailableError(
+                absl::StrCat("train: task ", child.task, " exited (status ", child.exit_status, ")",
+                             last.empty() ? "" : ": ", last, " (log: ", child.log_file, ")")));
+          }
+        }
+      }
+      if (c.stop != nullptr && c.stop->load()) control.Abort(absl::CancelledError("stopped"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  absl::StatusOr<TrainResult> r =
+      TrainTask(c, spec, "worker", 0, log, &control, std::move(chief_server));
+  chief_done = true;
+  monitor.join();
+  // Workers stop by themselves at the last global step; a failed run
+  // stops them.
+  if (r.ok()) {
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kWorkerExitTimeoutMs);
+    for (ChildProcess& child : children) {
+      if (absl::StartsWith(child.task, "/job:ps/")) continue;
+      while (!Reap(child) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (child.pid > 0) {
+        r = absl::DeadlineExceededError(
+            absl::StrCat("train: task ", child.task,
+                         " did not finish after the chief (log: ", child.log_file, ")"));
+        break;
+      }
+      if (!WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
+        r = absl::UnavailableError(absl::StrCat("train: task ", child.task,
+                                                " failed: ", LastLine(child.log_file),
+                                                " (log: ", child.log_file, ")"));
+        break;
+      }
+    }
+  }
+  StopProcesses(children, kStopTimeoutMs);
+  if (!r.ok()) return r;
+  std::error_code ec;
+  std::filesystem::remove_all(log_dir, ec);
+  r->mode = "distributed";
+  return r;
+}
+
+}  // namespace train_internal
+}  // namespace tools
+}  // namespace graphrun
