@@ -125,6 +125,11 @@ void RemoteRendezvous::ServeRecv(const ParsedKey& key, CallOptions* opts, DoneCa
       });
 }
 
+absl::Status RemoteRendezvous::abort_status() {
+  std::lock_guard<std::mutex> l(mu_);
+  return abort_status_;
+}
+
 void RemoteRendezvous::StartAbort(const absl::Status& status) {
   std::vector<std::shared_ptr<CallOptions>> calls;
   {

@@ -48,6 +48,9 @@ class RemoteRendezvous : public Rendezvous, public std::enable_shared_from_this<
 
   int64_t step_id() const { return step_id_; }
 
+  // Why the rendezvous was aborted; OK while it is not.
+  absl::Status abort_status();
+
  private:
   void RecvRemote(const ParsedKey& key, const Args& args, DoneCallback done);
 

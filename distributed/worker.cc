@@ -196,8 +196,13 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
           steps_.erase(pos);
         }
         if (!s.ok()) {
-          step->rendezvous->StartAbort(s);
-          done(s);
+          // A cancelled executor reports only that it was cancelled; the
+          // reason the step was aborted (the task stopping, a peer's
+          // failure) is what the master should see.
+          absl::Status why = step->rendezvous->abort_status();
+          absl::Status st = s.code() == absl::StatusCode::kCancelled && !why.ok() ? why : s;
+          step->rendezvous->StartAbort(st);
+          done(st);
           return;
         }
         for (auto& [index, t] : step->frame.TakeRetvals()) {

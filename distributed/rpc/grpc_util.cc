@@ -1,12 +1,63 @@
 #include "distributed/rpc/grpc_util.h"
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include <algorithm>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GRAPHRUN_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GRAPHRUN_LSAN 1
+#endif
+#endif
+#ifdef GRAPHRUN_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 namespace graphrun {
 namespace distributed {
 
+namespace {
+
+// gRPC 1.51 runs callback-API completions on a process-wide completion
+// queue with its own threads ("nexting_thread") when the poller does not
+// run in the background, as epoll1 does not. Each channel that made a
+// callback call holds a reference to that queue; when the last such channel
+// is destroyed inside a completion (a callback dropping the last owner of a
+// worker client), the queue is shut down from one of its own threads, which
+// cannot join itself, and the queue is freed under it: a double free or a
+// crash. One channel made here, never destroyed, with one callback call
+// that fails at once, holds a reference for the life of the process.
+void PinCallbackCompletionQueue() {
+  struct Pin {
+    std::shared_ptr<grpc::Channel> channel =
+        grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials());
+    grpc::GenericStub stub{channel};
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer request, response;
+  };
+  // Never deleted, on purpose.
+  static Pin* const pin = [] {
+    auto* p = new Pin();
+#ifdef GRAPHRUN_LSAN
+    __lsan_ignore_object(p);
+#endif
+    grpc::Slice empty("");
+    p->request = grpc::ByteBuffer(&empty, 1);
+    p->ctx.set_deadline(std::chrono::system_clock::now() - std::chrono::seconds(1));
+    p->stub.UnaryCall(&p->ctx, "/graphrun.Pin/Pin", grpc::StubOptions(), &p->request, &p->response,
+                      [](grpc::Status) {});
+    return p;
+  }();
+  (void)pin;
+}
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
                                           const ChannelOptions& options) {
+  PinCallbackCompletionQueue();
   grpc::ChannelArguments args;
   int limit = static_cast<int>(
       std::min<int64_t>(options.max_message_bytes, std::numeric_limits<int>::max()));
