@@ -190,8 +190,11 @@ absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
                     : grad_ys[i];
     incoming[{y.node()->id(), y.index()}].push_back(dy);
   }
+  // The ones above are new nodes, with ids past the tables': only nodes
+  // that existed on entry are looked up in them from here on.
+  auto is_relevant = [&](const Node* n) { return n->id() < n_ids && relevant[n->id()]; };
   for (Node* n : graph->nodes()) {
-    if (relevant[n->id()] && pending[n->id()] == 0) queue.push_back(n);
+    if (is_relevant(n) && pending[n->id()] == 0) queue.push_back(n);
   }
 
   absl::flat_hash_map<std::pair<int, int>, Gradient> x_grads;
@@ -215,7 +218,7 @@ absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
 
     bool has_relevant_input = false;
     for (const Edge* e : n->in_edges()) {
-      has_relevant_input |= TrainableEdge(e) && relevant[e->src->id()];
+      has_relevant_input |= TrainableEdge(e) && is_relevant(e->src);
     }
     if (!has_relevant_input) continue;
 
@@ -241,7 +244,7 @@ absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
       if (!scope.ok()) return scope.status();
     }
     for (const Edge* e : n->in_edges()) {
-      if (!TrainableEdge(e) || !relevant[e->src->id()]) continue;
+      if (!TrainableEdge(e) || !is_relevant(e->src)) continue;
       if (!dxs[e->dst_input].is_null()) {
         incoming[{e->src->id(), e->src_output}].push_back(dxs[e->dst_input]);
       }
