@@ -2,9 +2,10 @@
 # Sets up the machine and runs every test:
 #   0. clang-format --dry-run --Werror over the tracked C++ sources;
 #   1. the whole Bazel test suite;
-#   2. the engine's tests (graph, kernels, placement, runtime) again under
-#      AddressSanitizer + UBSan, in a separate Bazel output base so the
-#      normal build stays cached (SANITIZERS=0 skips);
+#   2. the tests again under AddressSanitizer + UBSan (all but the two
+#      long MLP/CNN training tests, which take minutes even unsanitized),
+#      in a separate Bazel output base so the normal build stays cached
+#      (SANITIZERS=0 skips);
 #   3. a bounded libFuzzer run over GraphDef loading, validation, placement
 #      and partitioning (FUZZ_SECONDS, default 60; 0 skips).
 set -euo pipefail
@@ -24,6 +25,8 @@ if [[ "${SANITIZERS:-1}" != 0 ]]; then
   bazel --output_base="$HOME/.cache/graphrun-sanitizers-$ws" test --config=asan \
       --experimental_convenience_symlinks=ignore \
       --copt=-fsanitize=undefined --linkopt=-fsanitize=undefined \
-      --test_output=errors //graph/... //kernels/... //placement/... //runtime/...
+      --test_output=errors //graph/... //kernels/... //placement/... //runtime/... \
+      //client/... //distributed/... //tools/... //util/... //tests:all //tests/distributed/... \
+      //tests/train:embedding_train_test //tests/train:partitioned_lookup_traffic_test
 fi
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
