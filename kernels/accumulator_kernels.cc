@@ -66,9 +66,25 @@ class AccumulatorBase : public BlockingResource {
     return count_;
   }
 
+  // The ref-handle ops' handle: a variable holding [container, name]
+  // (`container` resolved, never empty); made on first use.
+  std::shared_ptr<Var> RefHandle(const std::string& container, const std::string& name) {
+    std::lock_guard<std::mutex> l(handle_mu_);
+    if (handle_ == nullptr) {
+      handle_ = std::make_shared<Var>(name, DT_STRING, PartialShape({2}));
+      handle_->tensor = Tensor::FromVector<std::string>({container, name});
+      handle_->initialized = true;
+    }
+    return handle_;
+  }
+
  protected:
   int64_t count_ = 0;        // guarded by mu_
   int64_t global_step_ = 0;  // guarded by mu_
+
+ private:
+  std::mutex handle_mu_;
+  std::shared_ptr<Var> handle_;  // guarded by handle_mu_
 };
 
 class Accumulator : public AccumulatorBase {
@@ -209,20 +225,12 @@ void DivideRows(const Tensor& sum, const std::vector<int64_t>& counts, int64_t r
 
 class SparseAccumulator : public AccumulatorBase {
  public:
-  // `container`: resolved (never empty); it and `name` make the handle.
-  SparseAccumulator(const std::string& container, std::string name, DataType dtype,
-                    PartialShape shape, bool mean)
-      : name_(std::move(name)), dtype_(dtype), shape_(std::move(shape)), mean_(mean) {
-    handle_ = std::make_shared<Var>(name_, DT_STRING, PartialShape({2}));
-    handle_->tensor = Tensor::FromVector<std::string>({container, name_});
-    handle_->initialized = true;
-  }
+  SparseAccumulator(std::string name, DataType dtype, PartialShape shape, bool mean)
+      : name_(std::move(name)), dtype_(dtype), shape_(std::move(shape)), mean_(mean) {}
 
   std::string DebugString() const override { return absl::StrCat("SparseAccumulator ", name_); }
   DataType dtype() const { return dtype_; }
   const PartialShape& shape() const { return shape_; }
-  // The ref-handle ops' handle: a variable holding [container, name].
-  const std::shared_ptr<Var>& handle() const { return handle_; }
 
   // Adds the rows `values` at `indices` unless local_step < the global step
   // (then drops them: OK). `dense_shape` (null: unknown) is checked against
@@ -437,9 +445,12 @@ class SparseAccumulator : public AccumulatorBase {
 // ---------------------------------------------------------------------------
 // Kernels.
 
+// ResourceConditionalAccumulator (a resource handle) and
+// ConditionalAccumulator (TensorFlow 1.x's form: a ref to [container, name]).
 class AccumulatorOp : public OpKernel {
  public:
-  explicit AccumulatorOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+  explicit AccumulatorOp(OpKernelConstruction* ctx)
+      : OpKernel(ctx), ref_(ctx->def().op() == "ConditionalAccumulator") {
     set_expensive(false);
     GR_CTX_CHECK_OK(ctx, ctx->GetAttr("dtype", &dtype_));
     GR_CTX_CHECK_OK(ctx, ctx->GetAttr("shape", &shape_));
@@ -461,27 +472,22 @@ class AccumulatorOp : public OpKernel {
                                 DataTypeString((*a)->dtype()), " and shape ",
                                 (*a)->shape().DebugString()));
     }
-    ctx->set_output(0, MakeHandle(ctx, key_, "ConditionalAccumulator"));
+    if (ref_) {
+      const std::string& container =
+          key_.container.empty() ? ctx->resource_manager()->default_container() : key_.container;
+      ctx->set_output_ref(0, (*a)->RefHandle(container, key_.name));
+    } else {
+      ctx->set_output(0, MakeHandle(ctx, key_, "ConditionalAccumulator"));
+    }
     return absl::OkStatus();
   }
 
  private:
+  const bool ref_;
   DataType dtype_ = DT_INVALID;
   PartialShape shape_;
   bool mean_ = true;
   ResourceKey key_;
-};
-
-class AccumulatorApplyOp : public OpKernel {
- public:
-  explicit AccumulatorApplyOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
-  absl::Status Compute(OpKernelContext* ctx) override {
-    GR_ASSIGN_OR_RETURN(std::shared_ptr<Accumulator> a, LookupHandle<Accumulator>(*this, ctx));
-    GR_ASSIGN_OR_RETURN(int64_t local_step, ScalarInt(*this, ctx->input(1), "local_step"));
-    GR_ASSIGN_OR_RETURN(const Tensor* grad, GetInput(*this, ctx, 2));
-    absl::Status s = a->Apply(local_step, *grad);
-    return s.ok() ? s : Annotate(*this, s);
-  }
 };
 
 // The accumulator named by a ref (or plain) string handle [container, name]
@@ -497,6 +503,56 @@ absl::StatusOr<std::shared_ptr<R>> LookupRefHandle(const OpKernel& k, OpKernelCo
   if (!r.ok()) return Annotate(k, r.status());
   return *r;
 }
+
+// How a kernel finds its accumulator at input 0: the dense one by its
+// resource handle or by its ref string handle, the sparse one by its ref;
+// AccumulatorNumAccumulated and AccumulatorSetGlobalStep take either ref.
+struct DenseAccess {
+  using Resource = Accumulator;
+  static absl::StatusOr<std::shared_ptr<Accumulator>> Lookup(const OpKernel& k,
+                                                             OpKernelContext* ctx) {
+    return LookupHandle<Accumulator>(k, ctx);
+  }
+};
+struct DenseRefAccess {
+  using Resource = Accumulator;
+  static absl::StatusOr<std::shared_ptr<Accumulator>> Lookup(const OpKernel& k,
+                                                             OpKernelContext* ctx) {
+    return LookupRefHandle<Accumulator>(k, ctx);
+  }
+};
+struct SparseAccess {
+  using Resource = SparseAccumulator;
+  static absl::StatusOr<std::shared_ptr<SparseAccumulator>> Lookup(const OpKernel& k,
+                                                                   OpKernelContext* ctx) {
+    return LookupRefHandle<SparseAccumulator>(k, ctx);
+  }
+};
+struct AnyRefAccess {
+  using Resource = AccumulatorBase;
+  static absl::StatusOr<std::shared_ptr<AccumulatorBase>> Lookup(const OpKernel& k,
+                                                                 OpKernelContext* ctx) {
+    auto sparse = LookupRefHandle<SparseAccumulator>(k, ctx);
+    if (sparse.ok()) return std::shared_ptr<AccumulatorBase>(*std::move(sparse));
+    if (sparse.status().code() != absl::StatusCode::kNotFound) return sparse.status();
+    auto dense = LookupRefHandle<Accumulator>(k, ctx);
+    if (!dense.ok()) return dense.status();
+    return std::shared_ptr<AccumulatorBase>(*std::move(dense));
+  }
+};
+
+template <typename Access>
+class AccumulatorApplyOp : public OpKernel {
+ public:
+  explicit AccumulatorApplyOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+  absl::Status Compute(OpKernelContext* ctx) override {
+    GR_ASSIGN_OR_RETURN(std::shared_ptr<Accumulator> a, Access::Lookup(*this, ctx));
+    GR_ASSIGN_OR_RETURN(int64_t local_step, ScalarInt(*this, ctx->input(1), "local_step"));
+    GR_ASSIGN_OR_RETURN(const Tensor* grad, GetInput(*this, ctx, 2));
+    absl::Status s = a->Apply(local_step, *grad);
+    return s.ok() ? s : Annotate(*this, s);
+  }
+};
 
 class SparseAccumulatorOp : public OpKernel {
  public:
@@ -524,7 +580,7 @@ class SparseAccumulatorOp : public OpKernel {
     auto a = ctx->resource_manager()->LookupOrCreate<SparseAccumulator>(
         container, key_.name,
         [this, &container]() -> absl::StatusOr<std::shared_ptr<SparseAccumulator>> {
-          return std::make_shared<SparseAccumulator>(container, key_.name, dtype_, shape_, mean_);
+          return std::make_shared<SparseAccumulator>(key_.name, dtype_, shape_, mean_);
         });
     if (!a.ok()) return Annotate(*this, a.status());
     if ((*a)->dtype() != dtype_ || !((*a)->shape() == shape_)) {
@@ -532,7 +588,7 @@ class SparseAccumulatorOp : public OpKernel {
                                 DataTypeString((*a)->dtype()), " and shape ",
                                 (*a)->shape().DebugString()));
     }
-    ctx->set_output_ref(0, (*a)->handle());
+    ctx->set_output_ref(0, (*a)->RefHandle(container, key_.name));
     return absl::OkStatus();
   }
 
@@ -561,23 +617,6 @@ class SparseAccumulatorApplyOp : public OpKernel {
 
  private:
   bool has_known_shape_ = false;
-};
-
-// How the kernels shared by both accumulators find theirs at input 0: the
-// dense one by its resource handle, the sparse one by its ref string handle.
-struct DenseAccess {
-  using Resource = Accumulator;
-  static absl::StatusOr<std::shared_ptr<Accumulator>> Lookup(const OpKernel& k,
-                                                             OpKernelContext* ctx) {
-    return LookupHandle<Accumulator>(k, ctx);
-  }
-};
-struct SparseAccess {
-  using Resource = SparseAccumulator;
-  static absl::StatusOr<std::shared_ptr<SparseAccumulator>> Lookup(const OpKernel& k,
-                                                                   OpKernelContext* ctx) {
-    return LookupRefHandle<SparseAccumulator>(k, ctx);
-  }
 };
 
 template <typename Access>
@@ -626,33 +665,23 @@ class SetGlobalStepOp : public OpKernel {
 
 void RegisterAccumulatorKernels(KernelRegistry& r) {
   const std::vector<DataType> types = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
-  r.Add(
-      KernelDef("ResourceConditionalAccumulator").Device(kDeviceCpu).TypeConstraint("dtype", types),
-      MakeKernel<AccumulatorOp>());
-  r.Add(KernelDef("ResourceAccumulatorApplyGradient")
-            .Device(kDeviceCpu)
-            .TypeConstraint("dtype", types),
-        MakeKernel<AccumulatorApplyOp>());
-  r.Add(KernelDef("ResourceAccumulatorTakeGradient")
-            .Device(kDeviceCpu)
-            .TypeConstraint("dtype", types),
-        MakeKernel<TakeGradientOp<DenseAccess>>());
-  r.Add(KernelDef("ResourceAccumulatorNumAccumulated").Device(kDeviceCpu),
-        MakeKernel<NumAccumulatedOp<DenseAccess>>());
-  r.Add(KernelDef("ResourceAccumulatorSetGlobalStep").Device(kDeviceCpu),
-        MakeKernel<SetGlobalStepOp<DenseAccess>>());
-  r.Add(KernelDef("SparseConditionalAccumulator").Device(kDeviceCpu).TypeConstraint("dtype", types),
-        MakeKernel<SparseAccumulatorOp>());
-  r.Add(
-      KernelDef("SparseAccumulatorApplyGradient").Device(kDeviceCpu).TypeConstraint("dtype", types),
-      MakeKernel<SparseAccumulatorApplyOp>());
-  r.Add(
-      KernelDef("SparseAccumulatorTakeGradient").Device(kDeviceCpu).TypeConstraint("dtype", types),
-      MakeKernel<TakeGradientOp<SparseAccess>>());
-  r.Add(KernelDef("AccumulatorNumAccumulated").Device(kDeviceCpu),
-        MakeKernel<NumAccumulatedOp<SparseAccess>>());
-  r.Add(KernelDef("AccumulatorSetGlobalStep").Device(kDeviceCpu),
-        MakeKernel<SetGlobalStepOp<SparseAccess>>());
+  auto typed = [&](const char* op) {
+    return KernelDef(op).Device(kDeviceCpu).TypeConstraint("dtype", types);
+  };
+  auto untyped = [&](const char* op) { return KernelDef(op).Device(kDeviceCpu); };
+  r.Add(typed("ResourceConditionalAccumulator"), MakeKernel<AccumulatorOp>());
+  r.Add(typed("ResourceAccumulatorApplyGradient"), MakeKernel<AccumulatorApplyOp<DenseAccess>>());
+  r.Add(typed("ResourceAccumulatorTakeGradient"), MakeKernel<TakeGradientOp<DenseAccess>>());
+  r.Add(untyped("ResourceAccumulatorNumAccumulated"), MakeKernel<NumAccumulatedOp<DenseAccess>>());
+  r.Add(untyped("ResourceAccumulatorSetGlobalStep"), MakeKernel<SetGlobalStepOp<DenseAccess>>());
+  r.Add(typed("ConditionalAccumulator"), MakeKernel<AccumulatorOp>());
+  r.Add(typed("AccumulatorApplyGradient"), MakeKernel<AccumulatorApplyOp<DenseRefAccess>>());
+  r.Add(typed("AccumulatorTakeGradient"), MakeKernel<TakeGradientOp<DenseRefAccess>>());
+  r.Add(typed("SparseConditionalAccumulator"), MakeKernel<SparseAccumulatorOp>());
+  r.Add(typed("SparseAccumulatorApplyGradient"), MakeKernel<SparseAccumulatorApplyOp>());
+  r.Add(typed("SparseAccumulatorTakeGradient"), MakeKernel<TakeGradientOp<SparseAccess>>());
+  r.Add(untyped("AccumulatorNumAccumulated"), MakeKernel<NumAccumulatedOp<AnyRefAccess>>());
+  r.Add(untyped("AccumulatorSetGlobalStep"), MakeKernel<SetGlobalStepOp<AnyRefAccess>>());
 }
 
 }  // namespace queue_internal

@@ -620,14 +620,88 @@ TEST_F(SparseAccumulatorTest, UnknownFirstDimensionComesFromGradientShape) {
   EXPECT_EQ(TensorDiff(I64s({7, 2}), (*out)[2]), "");
 }
 
+// ConditionalAccumulator: the dense accumulator in TensorFlow 1.x's form,
+// named by a ref to its [container, name]; AccumulatorNumAccumulated and
+// AccumulatorSetGlobalStep serve it as they serve the sparse one.
+TEST(RefAccumulatorTest, DenseRefHandleAveragesDropsStaleAndSharesTheRefOps) {
+  auto device = std::make_shared<TestCpuDevice>();
+  OpTester make("ConditionalAccumulator", "racc");
+  make.UseDevice(device).Attr("dtype", DT_FLOAT).Attr("shape", PartialShape({2}));
+  make.Attr("shared_name", "racc");
+  auto made = make.Run();
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(TensorDiff(Tensor::FromVector<std::string>({"localhost", "racc"}), (*made)[0]), "");
+  std::shared_ptr<Var> h = make.output_values()[0].ref;
+  ASSERT_NE(h, nullptr);
+  auto apply = [&](int64_t step, Tensor g) {
+    OpTester t("AccumulatorApplyGradient");
+    t.UseDevice(device).Attr("dtype", DT_FLOAT).InputRef(h).Input(I64(step)).Input(std::move(g));
+    return t.Run().status();
+  };
+  auto num = [&] {
+    OpTester t("AccumulatorNumAccumulated");
+    t.UseDevice(device).InputRef(h);
+    auto r = t.Run();
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? (*r)[0].scalar<int32_t>() : -1;
+  };
+  auto take = [&](int32_t n) -> absl::StatusOr<Tensor> {
+    OpTester t("AccumulatorTakeGradient");
+    t.UseDevice(device).Attr("dtype", DT_FLOAT).InputRef(h).Input(I32(n));
+    GR_ASSIGN_OR_RETURN(std::vector<Tensor> out, t.Run());
+    return out[0];
+  };
+  ASSERT_TRUE(apply(0, F({1, 2})).ok());
+  ASSERT_TRUE(apply(0, F({3, -6})).ok());
+  EXPECT_EQ(num(), 2);
+  auto avg = take(2);
+  ASSERT_TRUE(avg.ok()) << avg.status();
+  EXPECT_EQ(TensorDiff(F({2, -2}), *avg), "");
+  // The take advanced the global step to 1: step 0 is stale.
+  ASSERT_TRUE(apply(0, F({9, 9})).ok());
+  EXPECT_EQ(num(), 0);
+  OpTester set("AccumulatorSetGlobalStep");
+  set.UseDevice(device).InputRef(h).Input(I64(7));
+  ASSERT_TRUE(set.Run().ok());
+  ASSERT_TRUE(apply(6, F({9, 9})).ok());  // stale now
+  ASSERT_TRUE(apply(7, F({0.5f, 0.25f})).ok());
+  EXPECT_EQ(num(), 1);
+  absl::Status wrong = apply(7, F({1, 2, 3}));
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong.message()), HasSubstr("accumulator 'racc'"));
+
+  // A ref naming no accumulator is NotFound, naming it.
+  auto missing = std::make_shared<Var>("missing", DT_STRING, PartialShape({2}));
+  missing->tensor = Tensor::FromVector<std::string>({"localhost", "nope"});
+  missing->initialized = true;
+  OpTester none("AccumulatorNumAccumulated");
+  none.UseDevice(device).InputRef(missing);
+  absl::Status st = none.Run().status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("nope"));
+}
+
 TEST(QueueOpsTest, RegisteredWithKernels) {
-  for (const char* op :
-       {"FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
-        "QueueDequeueManyV2", "QueueSizeV2", "QueueCloseV2", "ResourceConditionalAccumulator",
-        "ResourceAccumulatorApplyGradient", "ResourceAccumulatorTakeGradient",
-        "ResourceAccumulatorNumAccumulated", "ResourceAccumulatorSetGlobalStep",
-        "SparseConditionalAccumulator", "SparseAccumulatorApplyGradient",
-        "SparseAccumulatorTakeGradient", "AccumulatorNumAccumulated", "AccumulatorSetGlobalStep"}) {
+  for (const char* op : {"FIFOQueueV2",
+                         "QueueEnqueueV2",
+                         "QueueEnqueueManyV2",
+                         "QueueDequeueV2",
+                         "QueueDequeueManyV2",
+                         "QueueSizeV2",
+                         "QueueCloseV2",
+                         "ResourceConditionalAccumulator",
+                         "ResourceAccumulatorApplyGradient",
+                         "ResourceAccumulatorTakeGradient",
+                         "ResourceAccumulatorNumAccumulated",
+                         "ResourceAccumulatorSetGlobalStep",
+                         "SparseConditionalAccumulator",
+                         "SparseAccumulatorApplyGradient",
+                         "SparseAccumulatorTakeGradient",
+                         "AccumulatorNumAccumulated",
+                         "AccumulatorSetGlobalStep",
+                         "ConditionalAccumulator",
+                         "AccumulatorApplyGradient",
+                         "AccumulatorTakeGradient"}) {
     EXPECT_TRUE(DefaultOpRegistry().LookUpOrError(op).ok()) << op;
   }
 }

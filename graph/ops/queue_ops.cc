@@ -1,14 +1,15 @@
 // Queue and conditional-accumulator op schemas: the ops the
 // SyncReplicasOptimizer scheme needs (docs/distributed.md, "Synchronous
 // replication"). Queues are TensorFlow's V2 queues named by a DT_RESOURCE
-// handle. Dense accumulators are the resource-handle variant
-// (ResourceConditionalAccumulator and ResourceAccumulator*); the sparse one
-// exists in TensorFlow only with a ref handle (`Ref(string)`, the
-// accumulator's [container, name]), so SparseConditionalAccumulator,
-// SparseAccumulator* and the ref-handle AccumulatorNumAccumulated /
-// AccumulatorSetGlobalStep (which TensorFlow shares between dense and sparse
-// ref accumulators; here they serve the sparse one) take that form. Names,
-// args, attrs and defaults are TensorFlow's.
+// handle. Dense accumulators come in both of TensorFlow's forms: the
+// resource-handle one (ResourceConditionalAccumulator, ResourceAccumulator*)
+// and TensorFlow 1.x's ref-handle one (ConditionalAccumulator,
+// AccumulatorApplyGradient, AccumulatorTakeGradient: a `Ref(string)` to the
+// accumulator's [container, name]); the sparse one exists only in the ref
+// form (SparseConditionalAccumulator, SparseAccumulator*). The ref-handle
+// AccumulatorNumAccumulated and AccumulatorSetGlobalStep serve both dense
+// and sparse ref accumulators, as in TensorFlow. Names, args, attrs and
+// defaults are TensorFlow's.
 #include "graph/ops/all_ops.h"
 #include "graph/ops/shape_fns.h"
 #include "graph/status.h"
@@ -116,6 +117,37 @@ void RegisterQueueOps(OpRegistry& r) {
             .SetIsStateful()
             .SetShapeFn(shape_fns::NoOutputs)
             .Doc("Sets the global step (as TensorFlow, also backwards)."));
+
+  r.Add(OpDefBuilder("ConditionalAccumulator")
+            .Output("handle: Ref(string)")
+            .Attr("dtype: numbertype")
+            .Attr("shape: shape")
+            .Attr("container: string = ''")
+            .Attr("shared_name: string = ''")
+            .Attr("reduction_type: {'MEAN', 'SUM'} = 'MEAN'")
+            .SetIsStateful()
+            .SetShapeFn([](ShapeContext& c) {
+              c.set_output(0, PartialShape({2}));
+              return absl::OkStatus();
+            })
+            .Doc("ResourceConditionalAccumulator with TensorFlow 1.x's ref "
+                 "handle."));
+  r.Add(OpDefBuilder("AccumulatorApplyGradient")
+            .Input("handle: Ref(string)")
+            .Input("local_step: int64")
+            .Input("gradient: dtype")
+            .Attr("dtype: numbertype")
+            .SetIsStateful()
+            .SetShapeFn(shape_fns::NoOutputs)
+            .Doc("ResourceAccumulatorApplyGradient on a ref handle."));
+  r.Add(OpDefBuilder("AccumulatorTakeGradient")
+            .Input("handle: Ref(string)")
+            .Input("num_required: int32")
+            .Output("average: dtype")
+            .Attr("dtype: numbertype")
+            .SetIsStateful()
+            .SetShapeFn(shape_fns::Unknown)  // the handle hides the shape
+            .Doc("ResourceAccumulatorTakeGradient on a ref handle."));
 
   r.Add(OpDefBuilder("SparseConditionalAccumulator")
             .Output("handle: Ref(string)")
