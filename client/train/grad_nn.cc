@@ -1,5 +1,6 @@
 // Gradients of the neural-network ops: activations, softmax and the
-// cross-entropy losses, BiasAdd, Conv2D, MaxPool and FusedBatchNormV3.
+// cross-entropy losses, BiasAdd, Conv2D, MaxPool, AvgPool and
+// FusedBatchNorm{,V2,V3}.
 #include "client/train/grad_internal.h"
 #include "client/train/gradients.h"
 
@@ -66,32 +67,56 @@ Outs Conv2DGrad(const Scope& s, const Operation& op, const std::vector<Output>& 
   return std::vector<Output>{bi.Out(), bf.Out()};
 }
 
+const std::vector<const char*> kPoolAttrs = {"ksize", "strides", "padding", "explicit_paddings",
+                                             "data_format"};
+
 Outs MaxPoolGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
   Op b(s, "MaxPoolGrad");
   b.In(InputOf(op, 0)).In(OutputOf(op, 0)).In(dy[0]);
-  CopyAttrs(op, {"ksize", "strides", "padding", "explicit_paddings", "data_format"}, &b);
+  CopyAttrs(op, kPoolAttrs, &b);
+  return std::vector<Output>{b.Out()};
+}
+
+// AvgPoolGrad takes the input's shape (int32) rather than the input.
+Outs AvgPoolGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
+  Op b(s, "AvgPoolGrad");
+  b.In(Shape(s, InputOf(op, 0))).In(dy[0]);
+  CopyAttrs(op, kPoolAttrs, &b);
   return std::vector<Output>{b.Out()};
 }
 
 // Inputs x, scale, offset, mean, variance; outputs y, batch_mean,
-// batch_variance, reserve_space_1..3. In training the saved batch
-// statistics (reserve spaces) are used; in inference the population ones.
-Outs FusedBatchNormV3Grad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
+// batch_variance, reserve_space_1, reserve_space_2 and (V3 only)
+// reserve_space_3, which FusedBatchNormGradV3 takes as its sixth input. In
+// training the saved batch statistics (reserve spaces) are used; in
+// inference the population ones. `grad_op` is the version's gradient op.
+Outs BatchNormGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy,
+                   const char* grad_op, bool v3) {
   bool is_training = true;
   GR_RETURN_IF_ERROR(NodeAttr(op, "is_training", &is_training));
   Output g = dy[0];
   if (g.node() == nullptr) g = ZerosLike(s, OutputOf(op, 0));
-  Op b(s, "FusedBatchNormGradV3");
+  Op b(s, grad_op);
   b.In(g).In(InputOf(op, 0)).In(InputOf(op, 1));
   if (is_training) {
-    b.In(OutputOf(op, 3)).In(OutputOf(op, 4)).In(OutputOf(op, 5));
+    b.In(OutputOf(op, 3)).In(OutputOf(op, 4));
   } else {
-    b.In(InputOf(op, 3)).In(InputOf(op, 4)).In(OutputOf(op, 5));
+    b.In(InputOf(op, 3)).In(InputOf(op, 4));
   }
+  if (v3) b.In(OutputOf(op, 5));
   CopyAttrs(op, {"epsilon", "data_format", "is_training"}, &b);
   std::vector<Output> outs = b.Outs();
   if (outs.size() < 3) return std::vector<Output>(5);
   return std::vector<Output>{outs[0], outs[1], outs[2], Output(), Output()};
+}
+Outs FusedBatchNormGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
+  return BatchNormGrad(s, op, dy, "FusedBatchNormGrad", /*v3=*/false);
+}
+Outs FusedBatchNormV2Grad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
+  return BatchNormGrad(s, op, dy, "FusedBatchNormGradV2", /*v3=*/false);
+}
+Outs FusedBatchNormV3Grad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
+  return BatchNormGrad(s, op, dy, "FusedBatchNormGradV3", /*v3=*/true);
 }
 
 }  // namespace
@@ -107,6 +132,9 @@ void RegisterNnGradients(GradientRegistry& r) {
   r.AddDense("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxXentGrad);
   r.AddDense("Conv2D", Conv2DGrad);
   r.AddDense("MaxPool", MaxPoolGrad);
+  r.AddDense("AvgPool", AvgPoolGrad);
+  r.AddDense("FusedBatchNorm", FusedBatchNormGrad);
+  r.AddDense("FusedBatchNormV2", FusedBatchNormV2Grad);
   r.AddDense("FusedBatchNormV3", FusedBatchNormV3Grad);
 }
 
