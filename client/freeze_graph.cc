@@ -1,0 +1,105 @@
+#include "client/freeze_graph.h"
+
+#include <deque>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "graph/types.h"
+
+namespace graphrun {
+namespace client {
+namespace {
+
+// The node an input string ("^ctrl", "name:1", "name") names.
+absl::string_view InputNode(absl::string_view input) {
+  if (absl::ConsumePrefix(&input, "^")) return input;
+  size_t colon = input.rfind(':');
+  int index;
+  if (colon != absl::string_view::npos && absl::SimpleAtoi(input.substr(colon + 1), &index)) {
+    return input.substr(0, colon);
+  }
+  return input;
+}
+
+}  // namespace
+
+absl::StatusOr<tensorflow::GraphDef> FreezeGraph(
+    const tensorflow::GraphDef& graph, const std::vector<std::string>& outputs,
+    const absl::flat_hash_map<std::string, Tensor>& values) {
+  absl::flat_hash_map<std::string, const tensorflow::NodeDef*> by_name;
+  for (const auto& n : graph.node()) by_name[n.name()] = &n;
+
+  // Backwards from the outputs; a variable read stops the walk (its
+  // VarHandleOp and initializer are not needed once it is a constant).
+  absl::flat_hash_set<std::string> needed;
+  std::deque<std::string> queue;
+  for (const std::string& o : outputs) {
+    std::string name(InputNode(o));
+    if (!by_name.contains(name)) {
+      return absl::NotFoundError(absl::StrCat("freeze: output '", o, "' is not in the graph"));
+    }
+    if (needed.insert(name).second) queue.push_back(name);
+  }
+  absl::flat_hash_map<std::string, std::string> read_of;  // ReadVariableOp -> VarHandleOp
+  while (!queue.empty()) {
+    const tensorflow::NodeDef& n = *by_name[queue.front()];
+    queue.pop_front();
+    if (n.op() == "ReadVariableOp" && n.input_size() >= 1) {
+      std::string var(InputNode(n.input(0)));
+      auto it = by_name.find(var);
+      if (it != by_name.end() && it->second->op() == "VarHandleOp") {
+        read_of[n.name()] = var;
+        continue;
+      }
+    }
+    for (const std::string& in : n.input()) {
+      std::string src(InputNode(in));
+      auto it = by_name.find(src);
+      if (it == by_name.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("freeze: node '", n.name(), "' has input '", in, "', not in the graph"));
+      }
+      if (it->second->op() == "VarHandleOp") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("freeze: node '", n.name(), "' (op ", n.op(), ") uses variable '", src,
+                         "' other than by ReadVariableOp; freezing would change what it computes"));
+      }
+      if (needed.insert(src).second) queue.push_back(src);
+    }
+  }
+
+  tensorflow::GraphDef out;
+  *out.mutable_versions() = graph.versions();
+  for (const auto& n : graph.node()) {
+    if (!needed.contains(n.name())) continue;
+    tensorflow::NodeDef* copy = out.add_node();
+    auto read = read_of.find(n.name());
+    if (read == read_of.end()) {
+      *copy = n;
+      copy->clear_device();
+      continue;
+    }
+    auto value = values.find(read->second);
+    if (value == values.end()) {
+      return absl::NotFoundError(absl::StrCat("freeze: no value for variable '", read->second,
+                                              "' (read by '", n.name(), "')"));
+    }
+    auto dtype = n.attr().find("dtype");
+    if (dtype != n.attr().end() && dtype->second.type() != value->second.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "freeze: variable '", read->second, "' holds ", DataTypeString(dtype->second.type()),
+          " but its value is ", DataTypeString(value->second.dtype())));
+    }
+    copy->set_name(n.name());
+    copy->set_op("Const");
+    (*copy->mutable_attr())["dtype"].set_type(value->second.dtype());
+    value->second.AsProtoTensorContent((*copy->mutable_attr())["value"].mutable_tensor());
+  }
+  return out;
+}
+
+}  // namespace client
+}  // namespace graphrun
