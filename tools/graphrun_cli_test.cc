@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -251,6 +253,35 @@ TEST(GraphrunCliTest, UsageErrors) {
   ExpectError({"frobnicate"}, 2,
               "InvalidArgument: unknown subcommand 'frobnicate'; run 'graphrun help' for "
               "usage\n");
+}
+
+// graphrun train: flag mistakes are usage errors found before any task
+// starts (nothing on stdout); bad data is a failure (exit 1).
+TEST(GraphrunCliTest, TrainUsageErrorsAndBadData) {
+  ExpectError({"train", "--local", "--strategy=round_robin"}, 2,
+              "InvalidArgument: --strategy: --local places nothing (no PS tasks)\n");
+  ExpectError({"train", "--strategy=nope"}, 2,
+              "InvalidArgument: --strategy: 'nope' is not one train can use (balanced, "
+              "greedy_bytes, round_robin)\n");
+  ExpectError({"train", "--batch_size=255", "--workers=2"}, 2,
+              "InvalidArgument: --batch_size: global batch size 255 is not divisible by 2 "
+              "replicas\n");
+  ExpectError({"train", "--local", "--checkpoint_dir=", "--export_graph=/tmp/x.pb"}, 2,
+              "InvalidArgument: --export_graph: needs checkpoints (the exported weights are the "
+              "last checkpoint's); give --checkpoint_dir\n");
+  // A truncated IDX file.
+  const std::string data = TempPath("bad_idx");
+  std::filesystem::create_directories(data);
+  for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+    std::ofstream(data + "/" + f) << "not an idx file";
+  }
+  Result r = Graphrun(
+      {"train", "--local", "--steps=1", "--data=" + data, "--checkpoint_dir=", "--format=json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, ::testing::StartsWith("InvalidArgument: "));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("idx"));
 }
 
 TEST(GraphrunCliTest, Help) {

@@ -10,6 +10,8 @@
 #include "distributed/cluster_spec.h"
 #include "distributed/rpc/grpc_session.h"
 #include "graph/status.h"
+#include "kernels/dataset_util.h"
+#include "placement/ps_strategy.h"
 #include "tools/flags.h"
 #include "tools/server_command.h"
 #include "tools/train_internal.h"
@@ -51,6 +53,9 @@ const FlagSet& TrainFlagSet() {
         .String("strategy", "NAME",
                 "variable placement: balanced (default), greedy_bytes, "
                 "round_robin")
+        .String("export_graph", "FILE",
+                "after training, write the frozen inference graph for `graphrun run` "
+                "(feed images, fetch predictions/probabilities; .pbtxt: text)")
         .String("format", "text|json", "json: print only the final JSON line")
         .String("log_every", "N", "progress line every N chief steps (default 100)")
         .String("seed", "N", "initializer and shuffle seed (default 1)")
@@ -125,6 +130,32 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
     }
   }
   c.strategy = f.GetString("strategy", c.strategy);
+  if (f.Has("strategy") && c.local) {
+    return absl::InvalidArgumentError("--strategy: --local places nothing (no PS tasks)");
+  }
+  if (!c.local) {
+    // Checked here, before any task starts.
+    auto& registry = placement::PsStrategyRegistry::Default();
+    if (!registry.Contains(c.strategy) ||
+        (registry.IsGraphStrategy(c.strategy) && c.strategy != "balanced")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--strategy: '", c.strategy,
+                       "' is not one train can use (balanced, greedy_bytes, round_robin)"));
+    }
+    if (std::getenv("TF_CONFIG") == nullptr) {
+      auto per_replica = data::PerReplicaBatchSize(c.batch_size, c.workers);
+      if (!per_replica.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--batch_size: ", per_replica.status().message()));
+      }
+    }
+  }
+  c.export_graph = f.GetString("export_graph", "");
+  if (!c.export_graph.empty() && c.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--export_graph: needs checkpoints (the exported weights are the last checkpoint's); "
+        "give --checkpoint_dir");
+  }
   std::string format = f.GetString("format", "text");
   if (format != "text" && format != "json") {
     return absl::InvalidArgumentError("--format: expected text or json");
@@ -139,6 +170,23 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   return c;
 }
 
+namespace {
+
+// --export_graph, on the chief (the task that saved the last checkpoint).
+absl::StatusOr<TrainResult> Export(const TrainConfig& c, absl::StatusOr<TrainResult> r,
+                                   std::ostream* log) {
+  if (!r.ok() || c.export_graph.empty() || r->checkpoint.empty()) return r;
+  GR_RETURN_IF_ERROR(train_internal::ExportInferenceGraph(c, r->checkpoint, c.export_graph));
+  r->exported_graph = c.export_graph;
+  if (log != nullptr) {
+    *log << "exported the inference graph to " << c.export_graph
+         << " (feed images: uint8 [N, 28, 28]; fetch predictions, probabilities)\n";
+  }
+  return r;
+}
+
+}  // namespace
+
 absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
   if (!c.checkpoint_dir.empty()) {
     std::error_code ec;
@@ -151,7 +199,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
   if (!c.local) {
     distributed::RegisterGrpcSession();  // idempotent: grpc:// targets
     if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config != nullptr && *tf_config) {
-      return TrainTfConfigTask(c, tf_config, log);
+      return Export(c, TrainTfConfigTask(c, tf_config, log), log);
     }
   }
   if (log != nullptr) {
@@ -161,9 +209,10 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
                  : absl::StrCat(c.ps, " PS + ", c.workers, " workers, ", c.sync ? "sync" : "async"))
          << ", " << c.optimizer << ", global batch " << c.batch_size << "\n";
   }
-  if (c.local) return TrainLocal(c, log);
-  if (c.in_process) return TrainInProcessCluster(c, log);
-  return TrainProcessCluster(c, log);
+  absl::StatusOr<TrainResult> r = c.local        ? TrainLocal(c, log)
+                                  : c.in_process ? TrainInProcessCluster(c, log)
+                                                 : TrainProcessCluster(c, log);
+  return Export(c, std::move(r), log);
 }
 
 std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
@@ -179,7 +228,9 @@ std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
       ", \"sync\": ", c.sync ? "true" : "false",
       ", \"strategy\": ", c.local ? "null" : JsonQuote(c.strategy),
       ", \"optimizer\": ", JsonQuote(c.optimizer), ", \"batch_size\": ", c.batch_size,
-      ", \"checkpoint\": ", r.checkpoint.empty() ? "null" : JsonQuote(r.checkpoint), "}");
+      ", \"checkpoint\": ", r.checkpoint.empty() ? "null" : JsonQuote(r.checkpoint),
+      ", \"exported_graph\": ", r.exported_graph.empty() ? "null" : JsonQuote(r.exported_graph),
+      "}");
 }
 
 int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
@@ -199,7 +250,7 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
   absl::StatusOr<TrainResult> r = Train(*c, c->json_only ? nullptr : &out);
   if (!r.ok()) {
     err << StatusToLine(r.status()) << "\n";
-    return absl::IsInvalidArgument(r.status()) ? kExitUsage : kExitFailure;
+    return kExitFailure;  // usage errors were found by ParseTrainFlags
   }
   if (!c->json_only) {
     out << "trained to global step " << r->global_step
@@ -219,9 +270,9 @@ std::string TrainUsage() {
       "                      --local]\n"
       "                      [--epochs=E | --steps=S] [--batch_size=B] [--optimizer=...]\n"
       "                      [--learning_rate=LR] [--checkpoint_dir=DIR] [--strategy=NAME]\n"
-      "                      [--format=text|json]\n\n"
+      "                      [--export_graph=FILE] [--format=text|json]\n\n"
       "Trains a model of the zoo on IDX files (Fashion-MNIST by default), by default on\n"
-      "an in-process cluster of 2 PS and 2 worker tasks (between-graph replication,\n"
+      "a local cluster of 2 PS and 2 worker tasks, one process each (between-graph replication,\n"
       "async updates; --sync averages every worker's batch into one update), evaluates it\n"
       "on the t10k files and prints one JSON line.\n"
       "A second run with the same --checkpoint_dir resumes. With TF_CONFIG set, runs as\n"

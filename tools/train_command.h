@@ -58,6 +58,7 @@ struct TrainConfig {
   int64_t save_checkpoint_steps = 500;
   double save_checkpoint_secs = 0;
   std::string strategy = "balanced";
+  std::string export_graph;  // "" : none (needs checkpoint_dir)
   bool json_only = false;
   int64_t log_every = 100;  // chief's local steps between progress lines
   int64_t seed = 1;
@@ -81,14 +82,17 @@ struct TrainResult {
   std::optional<double> test_accuracy, test_loss;  // chief only
   std::optional<double> first_loss, last_loss;     // chief's batches
   std::string checkpoint;
+  std::string exported_graph;  // chief, with --export_graph
 };
 
 // Parses the flags. InvalidArgument (a usage error) naming the flag.
 absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args);
 
 // Trains as configured; progress and the placement summary go to `log`
-// (may be null). Errors: NotFound for missing data files, Unimplemented
-// for --sync, the training loop's and the cluster's errors.
+// (may be null); with export_graph, the chief then writes the frozen
+// inference graph. Errors: NotFound for missing data files, the training
+// loop's, the cluster's (Unavailable naming a task that died) and the
+// export's.
 absl::StatusOr<TrainResult> Train(const TrainConfig& config, std::ostream* log);
 
 // One line: {"test_accuracy": …, "global_step": …, "examples_per_sec": …,

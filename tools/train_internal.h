@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/train/layers.h"
+#include "client/train/models.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/rpc/grpc_server.h"
 #include "tools/train_command.h"
@@ -52,6 +54,20 @@ class RunControl {
   absl::Status status_;
   std::function<void()> release_;
 };
+
+// The zoo model `c.model` on `images` (as the training input pipeline
+// makes them: float, scaled to [0, 1], [N, 784] or NHWC [N, 28, 28, 1]).
+client::train::Model BuildModel(const TrainConfig& c, client::train::Layers& layers,
+                                const client::Output& images, const client::Output& labels,
+                                bool training);
+
+// Writes the frozen inference graph of `c.model` with the weights of
+// `checkpoint` (a prefix) to `path` (text format if it ends in .pbtxt,
+// else binary): feed "images" (uint8 [N, 28, 28], the IDX bytes), fetch
+// "predictions" (int64 [N]) and "probabilities" (float [N, 10])
+// (train_export.cc).
+absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& checkpoint,
+                                  const std::string& path);
 
 // --local: one replica in a DirectSession.
 absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log);

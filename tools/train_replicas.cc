@@ -55,7 +55,7 @@ struct ReplicaGraph {
   std::unique_ptr<Variable> global_step;
   client::TrainingGraph training;
   Operation eval_init;
-  Output eval_loss, eval_accuracy;
+  Output eval_loss, eval_accuracy, eval_count;
   int64_t eval_batch = 500;
   std::string train_op_name;
   std::unique_ptr<client::TrainingLoop> loop;
@@ -79,16 +79,21 @@ absl::StatusOr<std::string> FindIdx(const TrainConfig& c, const std::string& ste
   return absl::NotFoundError(absl::StrCat("train: no ", stem, "[.gz] in --data=", c.data_dir));
 }
 
-std::vector<PartialShape> ImageShapes(const TrainConfig& c, int64_t batch) {
+// The (image, label) shapes of one element, or with `batch` (-1: unknown)
+// of a batch.
+std::vector<PartialShape> ImageShapes(const TrainConfig& c,
+                                      std::optional<int64_t> batch = std::nullopt) {
   PartialShape image = c.model == "cnn" ? PartialShape({28, 28, 1}) : PartialShape({784});
-  if (batch < 0) return {image, PartialShape({})};
-  std::vector<int64_t> dims = {batch};
+  if (!batch.has_value()) return {image, PartialShape({})};
+  std::vector<int64_t> dims = {*batch};
   for (int64_t d : image.dims()) dims.push_back(d);
-  return {PartialShape(dims), PartialShape({batch})};
+  return {PartialShape(dims), PartialShape({*batch})};
 }
 
 // IdxDataset x2 -> Zip -> [Shard] -> Map(cast, scale, reshape) -> [Shuffle]
-// -> Batch(drop_remainder) -> Prefetch -> iterator.
+// -> Batch -> Prefetch -> iterator. Training (`shuffle`) repeats and drops
+// the remainder; evaluation reads each example once, the last batch
+// possibly short.
 Input BuildInput(const Scope& s, const TrainConfig& c, const std::string& images_file,
                  const std::string& labels_file, int64_t batch, int shard, int num_shards,
                  bool shuffle) {
@@ -107,24 +112,25 @@ Input BuildInput(const Scope& s, const TrainConfig& c, const std::string& images
   const std::vector<DataType> types = {DT_FLOAT, DT_INT32};
   std::string reshape = c.model == "cnn" ? "0=reshape:28,28,1" : "0=reshape:784";
   ds = ops::MapTransformDataset(
-      s, ds, types, ImageShapes(c, -1),
+      s, ds, types, ImageShapes(c),
       {"0=cast:float", "0=scale:0.00392156862745098", reshape, "1=cast:int32"});
   if (shuffle) {
-    ds = ops::ShuffleDataset(s, ds, c.shuffle_buffer, c.seed, int64_t{shard}, types,
-                             ImageShapes(c, -1));
+    ds =
+        ops::ShuffleDataset(s, ds, c.shuffle_buffer, c.seed, int64_t{shard}, types, ImageShapes(c));
   }
   if (shuffle) {
     // Training repeats forever: the loop stops at a global step, and no
     // step ever ends in OutOfRange (whose error path across tasks is slow
     // and racy in the distributed runtime); each pass reshuffles.
-    ds = ops::RepeatDataset(s, ds, int64_t{-1}, types, ImageShapes(c, -1));
+    ds = ops::RepeatDataset(s, ds, int64_t{-1}, types, ImageShapes(c));
   }
-  ds = ops::BatchDatasetV2(s, ds, batch, true, types, ImageShapes(c, batch));
-  ds = ops::PrefetchDataset(s, ds, int64_t{4}, types, ImageShapes(c, batch));
-  auto it = ops::IteratorV2(s, types, ImageShapes(c, batch));
+  const std::vector<PartialShape> batched = ImageShapes(c, shuffle ? batch : -1);
+  ds = ops::BatchDatasetV2(s, ds, batch, shuffle, types, batched);
+  ds = ops::PrefetchDataset(s, ds, int64_t{4}, types, batched);
+  auto it = ops::IteratorV2(s, types, batched);
   Input in;
   in.make_iterator = ops::MakeIterator(s, ds, it).operation;
-  auto next = ops::IteratorGetNext(s, it, types, ImageShapes(c, batch));
+  auto next = ops::IteratorGetNext(s, it, types, batched);
   in.images = next[0];
   in.labels = next[1];
   return in;
@@ -143,6 +149,8 @@ std::unique_ptr<train::Optimizer> MakeOptimizer(const TrainConfig& c) {
       static_cast<float>(c.learning_rate > 0 ? c.learning_rate : 0.001));
 }
 
+}  // namespace
+
 train::Model BuildModel(const TrainConfig& c, train::Layers& layers, const Output& images,
                         const Output& labels, bool training) {
   if (c.model == "cnn") {
@@ -152,6 +160,8 @@ train::Model BuildModel(const TrainConfig& c, train::Layers& layers, const Outpu
   }
   return train::Mlp(layers, images, labels);
 }
+
+namespace {
 
 struct ReplicaSpec {
   int index = 0;  // shard of the training data
@@ -209,6 +219,7 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
     g->eval_init = ein.make_iterator;
     g->eval_loss = em.loss;
     g->eval_accuracy = em.accuracy;
+    g->eval_count = ops::Size(es, ein.labels);
   }
   client::TrainingGraph& t = g->training;
   t.train_op = train_op;
@@ -237,22 +248,24 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
   return g;
 }
 
-// Test-set loss and accuracy (full batches of eval_batch).
+// Test-set loss and accuracy over every example (batch means weighted by
+// the batch's size: the last batch may be short).
 absl::Status Evaluate(const ReplicaGraph& g, const ClientSession& session, TrainResult* result) {
   GR_RETURN_IF_ERROR(session.Run({}, {}, {g.eval_init}).status());
-  double loss = 0, acc = 0;
-  int64_t batches = 0;
+  double loss = 0, right = 0;
+  int64_t examples = 0;
   while (true) {
-    auto out = session.Run({g.eval_loss, g.eval_accuracy});
+    auto out = session.Run({g.eval_loss, g.eval_accuracy, g.eval_count});
     if (absl::IsOutOfRange(out.status())) break;
     GR_RETURN_IF_ERROR(out.status());
-    loss += (*out)[0].scalar<float>();
-    acc += (*out)[1].scalar<float>();
-    ++batches;
+    const int32_t n = (*out)[2].scalar<int32_t>();
+    loss += static_cast<double>((*out)[0].scalar<float>()) * n;
+    right += static_cast<double>((*out)[1].scalar<float>()) * n;
+    examples += n;
   }
-  if (batches == 0) return absl::InvalidArgumentError("train: the test set is empty");
-  result->test_loss = loss / batches;
-  result->test_accuracy = acc / batches;
+  if (examples == 0) return absl::InvalidArgumentError("train: the test set is empty");
+  result->test_loss = loss / examples;
+  result->test_accuracy = right / examples;
   return absl::OkStatus();
 }
 
@@ -285,9 +298,28 @@ class ClusterProgress {
         steps_per_epoch_(steps_per_epoch < 1 ? 1 : steps_per_epoch),
         examples_per_update_(examples_per_update) {}
   void Print(const client::StepInfo& step) {
-    if (log_ == nullptr || step.local_step % every_ != 0) return;
-    auto now = std::chrono::steady_clock::now();
+    if (log_ == nullptr) return;
     std::lock_guard<std::mutex> l(mu_);
+    if (step.local_step % every_ != 0) {
+      last_unprinted_ = step;
+      return;
+    }
+    PrintLocked(step);
+  }
+  // The last step, if its line was not printed (the run stopped between
+  // two lines).
+  void Finish() {
+    if (log_ == nullptr) return;
+    std::lock_guard<std::mutex> l(mu_);
+    if (!last_unprinted_.has_value()) return;
+    const client::StepInfo step = *std::move(last_unprinted_);
+    PrintLocked(step);
+  }
+
+ private:
+  void PrintLocked(const client::StepInfo& step) {
+    last_unprinted_.reset();
+    auto now = std::chrono::steady_clock::now();
     if (!started_) {
       // The first step's start, as the loop measured it.
       last_time_ = now - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -313,7 +345,6 @@ class ClusterProgress {
           << std::flush;
   }
 
- private:
   std::ostream* log_;
   int64_t every_;
   int64_t last_step_;
@@ -323,6 +354,7 @@ class ClusterProgress {
   bool started_ = false;
   std::chrono::steady_clock::time_point last_time_;
   int64_t last_global_ = 0;
+  std::optional<client::StepInfo> last_unprinted_;
 };
 
 class ProgressHook : public client::TrainingHook {
@@ -336,6 +368,10 @@ class ProgressHook : public client::TrainingHook {
       if (!first_loss.has_value()) first_loss = step.metrics[0];
       progress_->Print(step);
     }
+  }
+  absl::Status AfterLoop(const ClientSession&) override {
+    if (chief_) progress_->Finish();
+    return absl::OkStatus();
   }
   std::optional<double> first_loss;
 

@@ -176,7 +176,7 @@ TEST(TrainTest, BalancedSplitsAndRestoresOntoMorePs) {
 TEST(TrainTest, SyncNeedsACluster) {
   auto c = ParseTrainFlags({"--sync", "--local"});
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << c.status();
-  auto ok = ParseTrainFlags({"--sync", "--ps=1", "--workers=3"});
+  auto ok = ParseTrainFlags({"--sync", "--ps=1", "--workers=4"});
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_TRUE(ok->sync);
 }
