@@ -6,8 +6,10 @@
 # Adam, global batch 256, 5 epochs, balanced placement splitting the big
 # kernel over both PS tasks), with progress lines, the placement
 # summary, checkpoints in /tmp/graphrun_train, the test-set evaluation and
-# one final JSON line (docs/training.md). Then `graphrun run` over the
-# shipped TensorFlow-format example graphs.
+# one final JSON line (docs/training.md), and the trained model exported as
+# a frozen inference graph. Then `graphrun run` classifies the first test
+# images with that graph (read and saved as .npy by the IDX-dataset example
+# graph) and runs the other shipped TensorFlow-format example graphs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -18,11 +20,18 @@ GR=bazel-bin/tools/graphrun
 # A fresh start: an existing checkpoint of a previous main job would be
 # resumed at its final step (zero steps to train).
 rm -rf /tmp/graphrun_train
-echo "\$ graphrun train --model=mlp"
-"$GR" train --model=mlp
+FROZEN=/tmp/graphrun_train/mlp_frozen.pb
+echo "\$ graphrun train --model=mlp --export_graph=$FROZEN"
+"$GR" train --model=mlp --export_graph="$FROZEN"
 echo
 
 run() { echo "\$ graphrun run $*"; "$GR" run "$@"; echo; }
+# The trained model on the first 8 test images: the labels, then its
+# predictions.
+run examples/fashion_mnist_batch.pbtxt --fetch labels/next
+"$GR" run examples/fashion_mnist_batch.pbtxt --fetch images/next \
+    --save_npy /tmp/graphrun_train/batch >/dev/null
+run "$FROZEN" --feed images=@/tmp/graphrun_train/batch/images__next_0.npy --fetch predictions
 run examples/affine.pbtxt --feed 'x=[[1,1,1],[1,0,-1]]' --fetch y --fetch MatMul --format json
 run examples/while_loop.pbtxt --fetch while/Exit_1 --fetch while/Exit
 run examples/cond.pbtxt --feed pred=true --fetch cond/Merge

@@ -122,6 +122,28 @@ TEST(GraphrunCliTest, Variables) {
       "\"shape\": [], \"values\": [10]}}}\n");
 }
 
+// Dataset ops from a GraphDef: one step initializes the iterators and reads
+// the first 8 test labels and images (the data package is installed by
+// scripts/setup.sh).
+TEST(GraphrunCliTest, FashionMnistBatch) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+    GTEST_SKIP() << "no dataset-fashion-mnist";
+  }
+  ExpectOutput({"run", Example("fashion_mnist_batch.pbtxt"), "--fetch", "labels/next"},
+               "labels/next:0 = Tensor<uint8, [8]: 9 2 1 1 6 1 4 6>\n");
+  const std::string dir = TempPath("fm_batch");
+  Result r = Graphrun(
+      {"run", Example("fashion_mnist_batch.pbtxt"), "--fetch", "images/next", "--save_npy", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto images = ReadNpyFile(dir + "/images__next_0.npy");
+  ASSERT_TRUE(images.ok()) << images.status();
+  EXPECT_EQ(images->dtype(), DT_UINT8);
+  EXPECT_EQ(images->shape(), TensorShape({8, 28, 28}));
+  int64_t sum = 0;
+  for (int64_t i = 0; i < images->NumElements(); ++i) sum += images->base<uint8_t>()[i];
+  EXPECT_GT(sum, 8 * 28 * 28 * 20);  // pictures, not zeros
+}
+
 TEST(GraphrunCliTest, MlpForward) {
   ExpectOutput({"run", Example("mlp_forward.pbtxt"), "--feed", "x=[[1,2,3,4],[-1,0.5,2,-2]]",
                 "--fetch", "dense_1/BiasAdd", "--fetch", "ArgMax", "--format", "json"},
