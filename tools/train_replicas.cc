@@ -21,6 +21,7 @@
 #include "client/train/layers.h"
 #include "client/train/models.h"
 #include "client/train/optimizers.h"
+#include "client/train/parameter_server_strategy.h"
 #include "client/train/sync_replicas_optimizer.h"
 #include "distributed/local_cluster.h"
 #include "graph/status.h"
@@ -730,22 +731,16 @@ absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::C
                                       const std::string& task_type, int task_index,
                                       std::ostream* log, RunControl* control,
                                       std::unique_ptr<distributed::GrpcServer> server) {
-  int num_ps = spec.num_tasks("ps");
-  if (num_ps == 0) return absl::InvalidArgumentError("train: the cluster has no ps job");
-  if (task_type != "chief" && task_type != "worker") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("train: task type '", task_type, "' does not train"));
-  }
-  bool has_chief = spec.num_tasks("chief") > 0;
-  int replica = task_type == "chief" ? 0 : task_index + (has_chief ? 1 : 0);
-  int num_replicas = spec.num_tasks("worker") + (has_chief ? 1 : 0);
-  bool is_chief = task_type == "chief" || (!has_chief && task_index == 0);
+  // The replica numbering and the chief; train places variables with its
+  // own plan (--strategy), so only those are taken from the strategy.
+  GR_ASSIGN_OR_RETURN(train::ParameterServerStrategy strategy,
+                      train::ParameterServerStrategy::Create(spec, task_type, task_index));
   if (server == nullptr) {
     GR_ASSIGN_OR_RETURN(server, StartTaskServer(c, spec, task_type, task_index));
   }
   absl::StatusOr<TrainResult> r = TrainReplicated(
-      c, num_ps, num_replicas, {absl::StrCat("/job:", task_type, "/task:", task_index)},
-      {server->target()}, {replica}, is_chief ? 0 : -1, log, control);
+      c, strategy.num_ps_tasks(), strategy.num_replicas(), {strategy.worker_device()},
+      {server->target()}, {strategy.replica_index()}, strategy.is_chief() ? 0 : -1, log, control);
   server->Stop();
   return r;
 }

@@ -1,0 +1,68 @@
+#include "client/train/parameter_server_strategy.h"
+
+#include "absl/strings/str_cat.h"
+#include "graph/status.h"
+#include "kernels/dataset_util.h"
+#include "placement/ps_strategy.h"
+#include "placement/replica_device_setter.h"
+
+namespace graphrun {
+namespace client {
+namespace train {
+
+absl::StatusOr<ParameterServerStrategy> ParameterServerStrategy::Create(
+    const distributed::ClusterSpec& cluster, const std::string& task_type, int task_index,
+    const ParameterServerStrategyOptions& options) {
+  ParameterServerStrategy s;
+  s.num_ps_ = cluster.num_tasks("ps");
+  if (s.num_ps_ == 0) {
+    return absl::InvalidArgumentError("ParameterServerStrategy: the cluster has no ps job");
+  }
+  if (task_type != "chief" && task_type != "worker") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ParameterServerStrategy: task type '", task_type, "' does not train (chief or worker)"));
+  }
+  GR_ASSIGN_OR_RETURN(std::string address, cluster.Address(task_type, task_index));
+  const bool has_chief = cluster.num_tasks("chief") > 0;
+  s.replica_index_ = task_type == "chief" ? 0 : task_index + (has_chief ? 1 : 0);
+  s.num_replicas_ = cluster.num_tasks("worker") + (has_chief ? 1 : 0);
+  s.is_chief_ = task_type == "chief" || (!has_chief && task_index == 0);
+  s.worker_device_ = absl::StrCat("/job:", task_type, "/task:", task_index);
+  s.target_ = absl::StrCat("grpc://", address);
+
+  auto& registry = placement::PsStrategyRegistry::Default();
+  if (!registry.Contains(options.ps_strategy) || registry.IsGraphStrategy(options.ps_strategy)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ParameterServerStrategy: '", options.ps_strategy,
+                     "' is not a per-node PS strategy (round_robin, greedy_bytes, …)"));
+  }
+  GR_ASSIGN_OR_RETURN(std::unique_ptr<placement::PsStrategy> ps,
+                      registry.Create(options.ps_strategy, s.num_ps_));
+  placement::ReplicaDeviceSetterOptions rds;
+  rds.ps_tasks = s.num_ps_;
+  rds.worker_device = s.worker_device_;
+  rds.ps_strategy = std::move(ps);
+  GR_ASSIGN_OR_RETURN(s.device_fn_, placement::ReplicaDeviceSetter(rds));
+  return s;
+}
+
+absl::StatusOr<ParameterServerStrategy> ParameterServerStrategy::FromTfConfig(
+    absl::string_view tf_config, const ParameterServerStrategyOptions& options) {
+  GR_ASSIGN_OR_RETURN(distributed::TfConfig cfg, distributed::ParseTfConfig(tf_config));
+  return Create(cfg.cluster, cfg.task_type, cfg.task_index, options);
+}
+
+SessionOptions ParameterServerStrategy::session_options() const {
+  SessionOptions o;
+  o.target = target_;
+  return o;
+}
+
+absl::StatusOr<int64_t> ParameterServerStrategy::PerReplicaBatchSize(
+    int64_t global_batch_size) const {
+  return data::PerReplicaBatchSize(global_batch_size, num_replicas_);
+}
+
+}  // namespace train
+}  // namespace client
+}  // namespace graphrun

@@ -1,0 +1,90 @@
+// ParameterServerStrategy: between-graph replication set up from the
+// cluster and this task, as TensorFlow 1.x users do it with TF_CONFIG,
+// tf.train.replica_device_setter and MonitoredTrainingSession(is_chief).
+// The model code is the single-machine code, built in the strategy's scope:
+//
+//   auto strategy = ParameterServerStrategy::FromTfConfig(getenv("TF_CONFIG"));
+//   Scope s = strategy->ReplicaScope(root);  // variables on PS tasks, ops here
+//   Layers layers(s);  ...                // unchanged model code
+//   int64_t batch = *strategy->PerReplicaBatchSize(256);   // global / replicas
+//   ... ShardDataset(num_replicas(), replica_index()) for the input ...
+//   TrainingLoopOptions o;  o.is_chief = strategy->is_chief();
+//   ClientSession session(root, strategy->session_options());
+//
+// Replicas: with a `chief` job, the chief is replica 0 and worker i is
+// replica i + 1; without one, worker i is replica i and worker 0 is the
+// chief (it initializes, restores and saves; the others wait). Updates are
+// asynchronous; wrap the optimizer in SyncReplicasOptimizer for
+// synchronous replicas (num_replicas() gradients per update).
+#ifndef GRAPHRUN_CLIENT_TRAIN_PARAMETER_SERVER_STRATEGY_H_
+#define GRAPHRUN_CLIENT_TRAIN_PARAMETER_SERVER_STRATEGY_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "client/scope.h"
+#include "distributed/cluster_spec.h"
+#include "placement/device_function.h"
+#include "runtime/session.h"
+
+namespace graphrun {
+namespace client {
+namespace train {
+
+struct ParameterServerStrategyOptions {
+  // How variables are spread over the PS tasks: a per-node strategy of
+  // placement::PsStrategyRegistry ("round_robin", "greedy_bytes", …).
+  std::string ps_strategy = "round_robin";
+};
+
+class ParameterServerStrategy {
+ public:
+  // This task is `task_type`:`task_index` ("chief" or "worker") of
+  // `cluster`, which must have a `ps` job. InvalidArgument naming what is
+  // wrong (no ps job, a task that does not train, a task not in the
+  // cluster, an unknown ps_strategy).
+  static absl::StatusOr<ParameterServerStrategy> Create(
+      const distributed::ClusterSpec& cluster, const std::string& task_type, int task_index,
+      const ParameterServerStrategyOptions& options = {});
+  // The same from TF_CONFIG's JSON ({"cluster": …, "task": {"type", "index"}}).
+  static absl::StatusOr<ParameterServerStrategy> FromTfConfig(
+      absl::string_view tf_config, const ParameterServerStrategyOptions& options = {});
+
+  int num_ps_tasks() const { return num_ps_; }
+  int num_replicas() const { return num_replicas_; }
+  int replica_index() const { return replica_index_; }
+  bool is_chief() const { return is_chief_; }
+  // "/job:worker/task:1": where this replica's ops run.
+  const std::string& worker_device() const { return worker_device_; }
+  // Options of a session on this task's own server ("grpc://host:port").
+  SessionOptions session_options() const;
+
+  // `root` with the replica device function: variables (and the other
+  // ps ops) on the PS tasks, every other op on worker_device().
+  client::Scope ReplicaScope(const client::Scope& root) const {
+    return root.WithDeviceFunction(device_fn_);
+  }
+
+  // The global batch split evenly over the replicas (512 over 8 = 64);
+  // InvalidArgument when it does not divide.
+  absl::StatusOr<int64_t> PerReplicaBatchSize(int64_t global_batch_size) const;
+
+ private:
+  ParameterServerStrategy() = default;
+
+  int num_ps_ = 0;
+  int num_replicas_ = 1;
+  int replica_index_ = 0;
+  bool is_chief_ = false;
+  std::string worker_device_;
+  std::string target_;
+  placement::DeviceFunction device_fn_;
+};
+
+}  // namespace train
+}  // namespace client
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_CLIENT_TRAIN_PARAMETER_SERVER_STRATEGY_H_

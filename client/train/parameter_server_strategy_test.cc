@@ -1,0 +1,141 @@
+// ParameterServerStrategy: replica numbering with and without a chief job,
+// where the strategy's scope puts variables and ops, the batch split, the
+// errors; and two workers of an in-process cluster that build the same
+// single-machine code through it and update one variable on the PS.
+#include "client/train/parameter_server_strategy.h"
+
+#include "client/client_session.h"
+#include "client/ops.h"
+#include "client/variables.h"
+#include "distributed/local_cluster.h"
+#include "distributed/rpc/grpc_session.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace graphrun {
+namespace client {
+namespace train {
+namespace {
+
+using ::testing::HasSubstr;
+
+distributed::ClusterSpec Spec(bool with_chief) {
+  distributed::ClusterSpec c;
+  c.AddTask("ps", "10.0.0.1:2222");
+  c.AddTask("ps", "10.0.0.2:2222");
+  if (with_chief) c.AddTask("chief", "10.0.0.3:2222");
+  c.AddTask("worker", "10.0.0.4:2222");
+  c.AddTask("worker", "10.0.0.5:2222");
+  return c;
+}
+
+TEST(ParameterServerStrategyTest, ReplicasWithAndWithoutAChiefJob) {
+  auto w1 = ParameterServerStrategy::Create(Spec(true), "worker", 1);
+  ASSERT_TRUE(w1.ok()) << w1.status();
+  EXPECT_EQ(w1->num_ps_tasks(), 2);
+  EXPECT_EQ(w1->num_replicas(), 3);
+  EXPECT_EQ(w1->replica_index(), 2);
+  EXPECT_FALSE(w1->is_chief());
+  EXPECT_EQ(w1->worker_device(), "/job:worker/task:1");
+  EXPECT_EQ(w1->session_options().target, "grpc://10.0.0.5:2222");
+  auto chief = ParameterServerStrategy::Create(Spec(true), "chief", 0);
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  EXPECT_EQ(chief->replica_index(), 0);
+  EXPECT_TRUE(chief->is_chief());
+
+  auto w0 = ParameterServerStrategy::FromTfConfig(
+      R"({"cluster": {"ps": ["a:1"], "worker": ["b:1", "c:1"]},
+          "task": {"type": "worker", "index": 0}})");
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  EXPECT_EQ(w0->num_replicas(), 2);
+  EXPECT_EQ(w0->replica_index(), 0);
+  EXPECT_TRUE(w0->is_chief());
+  EXPECT_EQ(w0->session_options().target, "grpc://b:1");
+  EXPECT_EQ(*w0->PerReplicaBatchSize(512), 256);
+  auto uneven = w0->PerReplicaBatchSize(255);
+  EXPECT_EQ(uneven.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ParameterServerStrategyTest, VariablesOnPsTasksOpsOnTheWorker) {
+  ParameterServerStrategyOptions o;
+  o.ps_strategy = "round_robin";
+  auto w1 = ParameterServerStrategy::Create(Spec(false), "worker", 1, o);
+  ASSERT_TRUE(w1.ok()) << w1.status();
+  Scope root = Scope::NewRootScope();
+  Scope s = w1->ReplicaScope(root);
+  Variable a(s.WithOpName("a"), {2}, DT_FLOAT, init::Constant({1.f, 2.f}));
+  Variable b(s.WithOpName("b"), {2}, DT_FLOAT, init::Constant({3.f, 4.f}));
+  ops::Add(s.WithOpName("sum"), a.Read(), b.Read());
+  auto gd = root.ToGraphDef();
+  ASSERT_TRUE(gd.ok()) << gd.status();
+  std::map<std::string, std::string> device;
+  for (const auto& n : gd->node()) device[n.name()] = n.device();
+  EXPECT_EQ(device["a"], "/job:ps/task:0");
+  EXPECT_EQ(device["b"], "/job:ps/task:1");
+  EXPECT_EQ(device["sum"], "/job:worker/task:1");
+}
+
+TEST(ParameterServerStrategyTest, Errors) {
+  distributed::ClusterSpec no_ps;
+  no_ps.AddTask("worker", "a:1");
+  auto s = ParameterServerStrategy::Create(no_ps, "worker", 0);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("no ps job"));
+  s = ParameterServerStrategy::Create(Spec(false), "ps", 0);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("task type 'ps' does not train"));
+  s = ParameterServerStrategy::Create(Spec(false), "worker", 7);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("worker"));
+  ParameterServerStrategyOptions balanced;
+  balanced.ps_strategy = "balanced";  // plans a whole graph: not per node
+  s = ParameterServerStrategy::Create(Spec(false), "worker", 0, balanced);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("'balanced'"));
+}
+
+// Between-graph replication: each worker builds the same graph in its own
+// session on its own server; the chief initializes; both increment the
+// one variable on the PS.
+TEST(ParameterServerStrategyTest, TwoWorkersShareTheVariableOnThePs) {
+  distributed::RegisterGrpcSession();
+  distributed::LocalClusterOptions lo;
+  lo.jobs = {{"ps", 1}, {"worker", 2}};
+  auto cluster = distributed::LocalCluster::Start(lo);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  struct Replica {
+    Scope root = Scope::NewRootScope();
+    std::unique_ptr<Variable> v;
+    Operation init, add;
+    Output read;
+    std::unique_ptr<ClientSession> session;
+  };
+  Replica replicas[2];
+  for (int w = 0; w < 2; ++w) {
+    auto strategy = ParameterServerStrategy::Create((*cluster)->cluster_spec(), "worker", w);
+    ASSERT_TRUE(strategy.ok()) << strategy.status();
+    EXPECT_EQ(strategy->is_chief(), w == 0);
+    Replica& r = replicas[w];
+    Scope s = strategy->ReplicaScope(r.root);
+    r.v = std::make_unique<Variable>(s.WithOpName("counter"), PartialShape({}), DT_FLOAT,
+                                     init::Constant(0.f));
+    r.init = GlobalVariablesInitializer(s);
+    r.add = r.v->AssignAdd(Tensor::Scalar<float>(w == 0 ? 1.f : 10.f));
+    r.read = r.v->Read();
+    ASSERT_TRUE(r.root.ok()) << r.root.status();
+    r.session = std::make_unique<ClientSession>(r.root, strategy->session_options());
+  }
+  ASSERT_TRUE(replicas[0].session->Run({}, {}, {replicas[0].init}).ok());
+  for (int step = 0; step < 3; ++step) {
+    for (auto& r : replicas) ASSERT_TRUE(r.session->Run({}, {}, {r.add}).ok());
+  }
+  for (auto& r : replicas) {
+    auto out = r.session->Run({r.read});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].scalar<float>(), 33.f);  // 3 x 1 + 3 x 10, one variable
+  }
+}
+
+}  // namespace
+}  // namespace train
+}  // namespace client
+}  // namespace graphrun
