@@ -685,6 +685,7 @@ void AddTrainingKernels(KernelRegistry& r) {
   AddApply<RMSPropRule, T>(r, "RMSProp", false);
   AddApply<AdagradRule, T>(r, "Adagrad", true);
   AddApply<MomentumRule, T>(r, "Momentum", true);
+  AddApply<RMSPropRule, T>(r, "RMSProp", true);
   r.Add(KernelDef("ResourceApplyKerasMomentum").Device(kDeviceCpu).TypeConstraint<T>("T"),
         MakeKernel<ApplyOp<T, KerasMomentumRule>>());
 }

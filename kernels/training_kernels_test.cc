@@ -1,11 +1,13 @@
 // Optimizer, scatter and segment-sum kernels: two update steps of every
 // optimizer on ref and resource variables, checked against the update
-// formulas evaluated here; copy-on-write versus in-place updates; errors.
+// formulas evaluated here (SparseApplyRMSProp against hand-computed
+// values); copy-on-write versus in-place updates; errors.
 #include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -294,6 +296,60 @@ TEST_P(TrainingTest, SparseApplyMomentum) {
     ExpectNear(w, Get("w"));
     ExpectNear(a, Get("accum"));
   }
+}
+
+// Hand-computed: var [3, 2], ms = 1, mom = 1, lr = rho = momentum = 0.5,
+// epsilon = 3 (so every ms + epsilon is 4 or 16). Row 2 is named twice
+// and updated in sequence; row 1 is not named and stays as it was.
+//   row 2, g = [1, -1]: ms = [1, 1],  mom = [0.75, 0.25], var = [4.25, 5.75]
+//   row 0, g = [5, -1]: ms = [13, 1], mom = [1.125, 0.25], var = [-0.125, 1.75]
+//   row 2, g = [5, 1]:  ms = [13, 1], mom = [1, 0.375],   var = [3.25, 5.375]
+TEST_P(TrainingTest, SparseApplyRMSProp) {
+  SetVar("w", F({1, 2, 3, 4, 5, 6}, {3, 2}));
+  SetVar("ms", F(Vec(6, 1.0f), {3, 2}));
+  SetVar("mom", F(Vec(6, 1.0f), {3, 2}));
+  ASSERT_TRUE(
+      Step("SparseApplyRMSProp", {"w", "ms", "mom"},
+           {S(0.5f), S(0.5f), S(0.5f), S(3.0f), F({1, -1, 5, -1, 5, 1}, {3, 2}), I({2, 0, 2})},
+           [](OpTester& t) { t.Attr("Tindices", DT_INT32); })
+          .ok());
+  ExpectNear({-0.125f, 1.75f, 3, 4, 3.25f, 5.375f}, Get("w"));
+  ExpectNear({13, 1, 1, 1, 13, 1}, Get("ms"));
+  ExpectNear({1.125f, 0.25f, 1, 1, 1, 0.375f}, Get("mom"));
+}
+
+// Bad indices or gradient shapes fail before any row is written.
+TEST_P(TrainingTest, SparseApplyRMSPropErrorsNameNode) {
+  const Vec w = {1, 2, 3, 4, 5, 6};
+  SetVar("w", F(w, {3, 2}));
+  SetVar("ms", F(Vec(6, 1.0f), {3, 2}));
+  SetVar("mom", F(Vec(6, 0.0f), {3, 2}));
+  const std::vector<Tensor> scalars = {S(0.5f), S(0.9f), S(0.0f), S(1e-10f)};
+  auto run = [&](const Tensor& grad, const Tensor& indices, DataType tindices) {
+    std::vector<Tensor> values = scalars;
+    values.push_back(grad);
+    values.push_back(indices);
+    return Step(
+        "SparseApplyRMSProp", {"w", "ms", "mom"}, values,
+        [&](OpTester& t) { t.Attr("Tindices", tindices); }, "rms_node");
+  };
+  // Index 3 of a 3-row variable, after a valid one (int64 indices).
+  absl::Status s = run(F(Vec(4, 1.0f), {2, 2}), Tensor::FromVector<int64_t>({0, 3}), DT_INT64);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("node 'rms_node'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("index 3 at offset 1"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("out of range [0, 3)"));
+  // Rows of the wrong width, and more indices than gradient rows.
+  for (const auto& [grad, indices] : std::vector<std::pair<Tensor, Tensor>>{
+           {F(Vec(3, 1.0f), {1, 3}), I({0})}, {F(Vec(2, 1.0f), {1, 2}), I({0, 1})}}) {
+    s = run(grad, indices, DT_INT32);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("node 'rms_node'"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("+ var.shape[1:]"));
+  }
+  ExpectNear(w, Get("w"));
+  ExpectNear(Vec(6, 1.0f), Get("ms"));
+  ExpectNear(Vec(6, 0.0f), Get("mom"));
 }
 
 TEST_P(TrainingTest, SparseIndexOutOfRange) {

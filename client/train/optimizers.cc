@@ -276,6 +276,22 @@ Operation RMSPropOptimizer::ApplyDense(const Scope& s, const Output& grad, const
       .Build();
 }
 
+Operation RMSPropOptimizer::ApplySparse(const Scope& s, const IndexedSlices& grad,
+                                        const Variable& var) {
+  const DataType t = var.dtype();
+  return Op(s, "ResourceSparseApplyRMSProp")
+      .In(var.handle())
+      .In(GetSlot(var, 0)->handle())
+      .In(GetSlot(var, 1)->handle())
+      .In(LearningRate(s, t))
+      .In(Scalar(s, options_.decay, t))
+      .In(Scalar(s, options_.momentum, t))
+      .In(Scalar(s, options_.epsilon, t))
+      .In(grad.values)
+      .In(grad.indices)
+      .Build();
+}
+
 }  // namespace train
 }  // namespace client
 }  // namespace graphrun

@@ -11,11 +11,12 @@
 // Adam's "beta1_power"/"beta2_power" live with the first variable.
 //
 // Sparse gradients (IndexedSlices from gathers) use sparse updates:
-// GradientDescent a ResourceScatterAdd of -lr * values, Momentum and
-// Adagrad their ResourceSparseApply* ops. Adam and RMSProp (which, as in
-// TensorFlow 1.x, update every row anyway) densify the slices with an
-// UnsortedSegmentSum colocated with the variable, so the rows still travel
-// sparse.
+// GradientDescent a ResourceScatterAdd of -lr * values, Momentum, Adagrad
+// and RMSProp their ResourceSparseApply* ops, which touch only the named
+// rows of the variable and its slots. Adam (which, as TensorFlow 1.x's
+// does for m and v, updates every row of its slots anyway) densifies the
+// slices with an UnsortedSegmentSum colocated with the variable, so the
+// rows still travel sparse.
 //
 // The returned train op, when run, applies one step; with a global_step it
 // is the AssignAddVariableOp incrementing it after every update.
@@ -188,6 +189,7 @@ class RMSPropOptimizer : public Optimizer {
   // Slot 0 "rms" starts at ones (TensorFlow 1.x), slot 1 "momentum" at 0.
   absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
   Operation ApplyDense(const Scope& s, const Output& grad, const Variable& var) override;
+  Operation ApplySparse(const Scope& s, const IndexedSlices& grad, const Variable& var) override;
 
  private:
   RMSPropOptions options_;

@@ -1,10 +1,15 @@
 // One and two steps of every optimizer against the formulas, slot names
-// and colocation, sparse updates, global_step and learning-rate schedules.
+// and colocation, sparse updates (RMSProp's against hand-computed values and
+// the dense update), global_step and learning-rate schedules.
 #include "client/train/optimizers.h"
 
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "client/client_session.h"
 #include "client/train/learning_rate.h"
@@ -201,6 +206,106 @@ TEST(OptimizersTest, SparseUpdatesTouchOnlyGatheredRows) {
       EXPECT_FLOAT_EQ(v[6], 0.0f);  // 1 - 0.5 * 2
     }
   }
+}
+
+// RMSProp on a [4, 2] table, lr = decay = momentum = 0.5, epsilon = 3, with
+// gradient rows 3: [1, -1] and 1: [5, 1], either through a ResourceGather
+// of rows {3, 1} (sparse) or a dense read of the whole table. Returns the
+// table, ms and mom after each of `steps` steps, and the ops in the graph.
+struct RMSPropRun {
+  std::vector<std::vector<float>> table, ms, mom;
+  std::multiset<std::string> ops;
+};
+
+RMSPropRun RunRMSProp(bool sparse, int steps) {
+  RMSPropRun out;
+  Scope s = Scope::NewRootScope();
+  Variable table(s.WithOpName("table"), PartialShape({4, 2}), DT_FLOAT,
+                 init::Constant(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2})));
+  Output loss;
+  if (sparse) {
+    Output rows = Op(s, "ResourceGather")
+                      .In(table.handle())
+                      .In({3, 1})
+                      .Attr("dtype", internal::AType(DT_FLOAT))
+                      .Out();
+    loss = internal::Sum(
+        s, internal::Mul(s, rows, Tensor::FromVector<float>({1, -1, 5, 1}, {2, 2})), {0, 1});
+  } else {
+    loss =
+        internal::Sum(s,
+                      internal::Mul(s, table.Read(),
+                                    Tensor::FromVector<float>({0, 0, 5, 1, 0, 0, 1, -1}, {4, 2})),
+                      {0, 1});
+  }
+  RMSPropOptimizer opt(0.5f, {0.5, 0.5, 3.0});
+  auto train = opt.Minimize(s, loss, {table});
+  EXPECT_TRUE(train.ok()) << train.status();
+  if (!train.ok()) return out;
+  for (Node* n : s.graph()->nodes()) {
+    out.ops.insert(n->op());
+    if (n->op() == "ResourceSparseApplyRMSProp") {
+      EXPECT_EQ(n->input_edge(0)->src->name(), "table");
+      EXPECT_EQ(n->input_edge(1)->src->name(), "table/RMSProp");
+      EXPECT_EQ(n->input_edge(2)->src->name(), "table/RMSProp_1");
+    }
+  }
+  ClientSession session(s);
+  EXPECT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(s)}).ok());
+  for (int i = 0; i < steps; ++i) {
+    auto r = session.Run({}, {}, {*train});
+    EXPECT_TRUE(r.ok()) << r.status();
+    auto v =
+        session.Run({table.Read(), opt.GetSlot(table, 0)->Read(), opt.GetSlot(table, 1)->Read()});
+    EXPECT_TRUE(v.ok()) << v.status();
+    if (!v.ok()) return out;
+    for (auto [t, dst] :
+         {std::make_pair(0, &out.table), std::make_pair(1, &out.ms), std::make_pair(2, &out.mom)}) {
+      const float* p = (*v)[t].base<float>();
+      dst->push_back(std::vector<float>(p, p + 8));
+    }
+  }
+  return out;
+}
+
+TEST(OptimizersTest, RMSPropSparseUpdatesOnlyGatheredRowsAndSlots) {
+  RMSPropRun sparse = RunRMSProp(true, 2);
+  EXPECT_EQ(sparse.ops.count("ResourceSparseApplyRMSProp"), 1u);
+  EXPECT_EQ(sparse.ops.count("ResourceApplyRMSProp"), 0u);
+  EXPECT_EQ(sparse.ops.count("UnsortedSegmentSum"), 0u);  // not densified
+  ASSERT_EQ(sparse.table.size(), 2u);
+  // Step 1 by hand: ms = 0.5 * 1 + 0.5 * g^2 (1 for g = +-1, 13 for g = 5),
+  // sqrt(ms + 3) = 2 or 4, mom = 0.5 * g / sqrt(ms + 3), var -= mom.
+  // Rows 0 and 2, and their slots, are untouched (ms stays 1, mom 0).
+  using V = std::vector<float>;
+  EXPECT_EQ(sparse.table[0], (V{1, 2, 2.375f, 3.75f, 5, 6, 6.75f, 8.25f}));
+  EXPECT_EQ(sparse.ms[0], (V{1, 1, 13, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(sparse.mom[0], (V{0, 0, 0.625f, 0.25f, 0, 0, 0.25f, -0.25f}));
+  // Step 2 by hand, row 3: ms = 1, mom = 0.5 * 0.25 + 0.25 = 0.375.
+  EXPECT_EQ(sparse.table[1][6], 6.375f);
+  EXPECT_EQ(sparse.table[1][7], 8.625f);
+  EXPECT_EQ(sparse.mom[1][6], 0.375f);
+  for (int i : {0, 1, 4, 5}) {
+    EXPECT_EQ(sparse.table[1][i], static_cast<float>(i + 1)) << i;
+    EXPECT_EQ(sparse.ms[1][i], 1.0f) << i;
+    EXPECT_EQ(sparse.mom[1][i], 0.0f) << i;
+  }
+
+  // The dense update of the same gradient agrees on the touched rows (it
+  // decays ms of the others, where the gradient is 0).
+  RMSPropRun dense = RunRMSProp(false, 2);
+  EXPECT_EQ(dense.ops.count("ResourceApplyRMSProp"), 1u);
+  EXPECT_EQ(dense.ops.count("ResourceSparseApplyRMSProp"), 0u);
+  ASSERT_EQ(dense.table.size(), 2u);
+  for (int step = 0; step < 2; ++step) {
+    for (int i : {2, 3, 6, 7}) {
+      SCOPED_TRACE(testing::Message() << "step " << step << " element " << i);
+      EXPECT_FLOAT_EQ(sparse.table[step][i], dense.table[step][i]);
+      EXPECT_FLOAT_EQ(sparse.ms[step][i], dense.ms[step][i]);
+      EXPECT_FLOAT_EQ(sparse.mom[step][i], dense.mom[step][i]);
+    }
+  }
+  EXPECT_EQ(dense.ms[0][0], 0.5f);
 }
 
 TEST(OptimizersTest, LearningRateSchedules) {

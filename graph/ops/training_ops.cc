@@ -150,6 +150,11 @@ void RegisterTrainingOps(OpRegistry& r) {
               {"lr", "grad", "indices", "momentum"},
               {"use_nesterov: bool = false"},
               /*sparse=*/true});
+  AddBoth(r, {"RMSProp",
+              {"var", "ms", "mom"},
+              {"lr", "rho", "momentum", "epsilon", "grad", "indices"},
+              {},
+              /*sparse=*/true});
 
   for (const char* op : {"ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterUpdate"}) {
     const bool update = std::string(op) == "ResourceScatterUpdate";
