@@ -1,11 +1,13 @@
 // CPU kernels for DynamicPartition and DynamicStitch, TensorFlow's
 // semantics: a "row" is the slice of data below the partitions' (or
 // indices') dimensions, moved whole with the type-generic CopyElements.
+// And Unique over integer vectors (the indices of sparse gradients).
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_join.h"
 #include "kernels/all_kernels.h"
 #include "kernels/array_util.h"
@@ -147,9 +149,55 @@ class DynamicStitchOp : public OpKernel {
   }
 };
 
+// y = the distinct values of x in order of first appearance, idx[i] =
+// the position of x[i] in y.
+class UniqueOp : public OpKernel {
+ public:
+  explicit UniqueOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    GR_CTX_CHECK_OK(ctx, ctx->GetAttr("out_idx", &out_idx_));
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    GR_ASSIGN_OR_RETURN(const Tensor* x, GetInput(*this, ctx, 0));
+    if (x->dims() != 1) {
+      return Error(absl::StrCat("x must be a vector, got shape ", x->shape().DebugString()));
+    }
+    return x->dtype() == DT_INT32 ? Run<int32_t>(ctx, *x) : Run<int64_t>(ctx, *x);
+  }
+
+ private:
+  template <typename T>
+  absl::Status Run(OpKernelContext* ctx, const Tensor& x) {
+    const absl::Span<const T> in = x.flat<T>();
+    absl::flat_hash_map<T, int64_t> position;
+    position.reserve(in.size());
+    std::vector<T> distinct;
+    std::vector<int64_t> idx(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      auto [it, inserted] = position.try_emplace(in[i], static_cast<int64_t>(distinct.size()));
+      if (inserted) distinct.push_back(in[i]);
+      idx[i] = it->second;
+    }
+    GR_ASSIGN_OR_RETURN(
+        Tensor * y, ctx->allocate_output(0, TensorShape({static_cast<int64_t>(distinct.size())})));
+    std::copy(distinct.begin(), distinct.end(), y->base<T>());
+    GR_ASSIGN_OR_RETURN(Tensor * out_idx, ctx->allocate_output(1, x.shape()));
+    if (out_idx_ == DT_INT32) {
+      std::copy(idx.begin(), idx.end(), out_idx->base<int32_t>());
+    } else {
+      std::copy(idx.begin(), idx.end(), out_idx->base<int64_t>());
+    }
+    return absl::OkStatus();
+  }
+
+  DataType out_idx_ = DT_INT32;
+};
+
 }  // namespace
 
 void RegisterDynamicPartitionKernels(KernelRegistry& r) {
+  r.Add(KernelDef("Unique").Device(kDeviceCpu).TypeConstraint("T", {DT_INT32, DT_INT64}),
+        MakeKernel<UniqueOp>());
   const std::vector<DataType> all = AllTypes();
   r.Add(KernelDef("DynamicPartition").Device(kDeviceCpu).TypeConstraint("T", all),
         MakeKernel<DynamicPartitionOp>());

@@ -215,5 +215,27 @@ TEST(DynamicStitchShapeTest, ConstantIndicesGiveTheRowCount) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("node 'shape_node'"));
 }
 
+TEST(UniqueTest, FirstAppearanceOrderAndPositions) {
+  OpTester t("Unique", "u");
+  t.Attr("T", DT_INT64).Attr("out_idx", DT_INT32);
+  t.Input(Tensor::FromVector<int64_t>({7, 3, 7, 7, -2, 3}));
+  auto out = t.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor(Tensor::FromVector<int64_t>({7, 3, -2}), (*out)[0]);
+  ExpectTensor(Tensor::FromVector<int32_t>({0, 1, 0, 0, 2, 1}), (*out)[1]);
+
+  OpTester wide("Unique", "u64");
+  wide.Attr("T", DT_INT32).Attr("out_idx", DT_INT64);
+  wide.Input(Tensor::FromVector<int32_t>({}));
+  auto empty = wide.Run();
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ((*empty)[0].NumElements(), 0);
+  EXPECT_EQ((*empty)[1].dtype(), DT_INT64);
+
+  OpTester matrix("Unique", "um");
+  matrix.Attr("T", DT_INT32).Input(I32({1, 2, 3, 4}, TensorShape({2, 2})));
+  ExpectError(matrix.Run(), "node 'um'");
+}
+
 }  // namespace
 }  // namespace graphrun

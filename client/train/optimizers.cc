@@ -61,6 +61,17 @@ Operation Optimizer::ApplySparse(const Scope& s, const IndexedSlices& grad, cons
   return ApplyDense(s, IndexedSlicesToDense(s, grad), var);
 }
 
+IndexedSlices Optimizer::Deduplicate(const Scope& s, const IndexedSlices& grad) {
+  std::vector<Output> unique = Op(s.WithOpName("unique_indices"), "Unique").In(grad.indices).Outs();
+  if (unique.size() != 2) return grad;  // the error is on the scope
+  Output summed = Op(s.WithOpName("summed_values"), "UnsortedSegmentSum")
+                      .In(grad.values)
+                      .In(unique[1])
+                      .In(internal::Size(s, unique[0]))
+                      .Out();
+  return IndexedSlices{summed, unique[0], grad.dense_shape};
+}
+
 Operation Optimizer::Finish(const Scope& s, const std::vector<Operation>& updates) {
   return Op(s.WithControlDependencies(updates).WithOpName(name_), "NoOp").Build();
 }
@@ -158,12 +169,13 @@ Operation MomentumOptimizer::ApplyDense(const Scope& s, const Output& grad, cons
 
 Operation MomentumOptimizer::ApplySparse(const Scope& s, const IndexedSlices& grad,
                                          const Variable& var) {
+  const IndexedSlices g = Deduplicate(s, grad);
   return Op(s, "ResourceSparseApplyMomentum")
       .In(var.handle())
       .In(GetSlot(var, 0)->handle())
       .In(LearningRate(s, var.dtype()))
-      .In(grad.values)
-      .In(grad.indices)
+      .In(g.values)
+      .In(g.indices)
       .In(Scalar(s, momentum_, var.dtype()))
       .Attr("use_nesterov", internal::ABool(use_nesterov_))
       .Build();
@@ -243,12 +255,13 @@ Operation AdagradOptimizer::ApplyDense(const Scope& s, const Output& grad, const
 
 Operation AdagradOptimizer::ApplySparse(const Scope& s, const IndexedSlices& grad,
                                         const Variable& var) {
+  const IndexedSlices g = Deduplicate(s, grad);
   return Op(s, "ResourceSparseApplyAdagrad")
       .In(var.handle())
       .In(GetSlot(var, 0)->handle())
       .In(LearningRate(s, var.dtype()))
-      .In(grad.values)
-      .In(grad.indices)
+      .In(g.values)
+      .In(g.indices)
       .Build();
 }
 
@@ -278,6 +291,7 @@ Operation RMSPropOptimizer::ApplyDense(const Scope& s, const Output& grad, const
 
 Operation RMSPropOptimizer::ApplySparse(const Scope& s, const IndexedSlices& grad,
                                         const Variable& var) {
+  const IndexedSlices g = Deduplicate(s, grad);
   const DataType t = var.dtype();
   return Op(s, "ResourceSparseApplyRMSProp")
       .In(var.handle())
@@ -287,8 +301,8 @@ Operation RMSPropOptimizer::ApplySparse(const Scope& s, const IndexedSlices& gra
       .In(Scalar(s, options_.decay, t))
       .In(Scalar(s, options_.momentum, t))
       .In(Scalar(s, options_.epsilon, t))
-      .In(grad.values)
-      .In(grad.indices)
+      .In(g.values)
+      .In(g.indices)
       .Build();
 }
 

@@ -13,7 +13,8 @@
 // Sparse gradients (IndexedSlices from gathers) use sparse updates:
 // GradientDescent a ResourceScatterAdd of -lr * values, Momentum, Adagrad
 // and RMSProp their ResourceSparseApply* ops, which touch only the named
-// rows of the variable and its slots. Adam (which, as TensorFlow 1.x's
+// rows of the variable and its slots (after Deduplicate: a repeated index
+// is one update with the summed rows, as in TensorFlow). Adam (which, as TensorFlow 1.x's
 // does for m and v, updates every row of its slots anyway) densifies the
 // slices with an UnsortedSegmentSum colocated with the variable, so the
 // rows still travel sparse.
@@ -88,6 +89,12 @@ class Optimizer {
   virtual Operation ApplyDense(const Scope& s, const Output& grad, const Variable& var) = 0;
   // Default: densify (in `s`) and ApplyDense.
   virtual Operation ApplySparse(const Scope& s, const IndexedSlices& grad, const Variable& var);
+  // One row per distinct index, repeated indices' rows summed (Unique +
+  // UnsortedSegmentSum, TensorFlow's _deduplicate_indexed_slices): what
+  // the sparse updates of Momentum, Adagrad and RMSProp apply, so a row
+  // gathered twice gets one update with its summed gradient, as the dense
+  // update would.
+  static IndexedSlices Deduplicate(const Scope& s, const IndexedSlices& grad);
   // After the updates (built with control dependencies on them): default a
   // NoOp grouping them.
   virtual Operation Finish(const Scope& s, const std::vector<Operation>& updates);

@@ -1,6 +1,8 @@
 // Data-flow array ops: DynamicPartition splits a tensor's rows by a
 // partition id, DynamicStitch interleaves rows back by position. Together
 // they route each id of an embedding lookup to the one part holding it.
+// Unique (with UnsortedSegmentSum) merges a sparse gradient's repeated
+// indices before an optimizer's sparse update.
 // Names, args, attrs and shape functions are TensorFlow's.
 #include <algorithm>
 #include <vector>
@@ -85,9 +87,29 @@ absl::Status DynamicStitchShape(ShapeContext& c) {
   return absl::OkStatus();
 }
 
+// y [?] and idx shaped like x (a vector).
+absl::Status UniqueShape(ShapeContext& c) {
+  const PartialShape& x = c.input(0);
+  if (x.known_rank() && x.rank() != 1) {
+    return c.Error(absl::StrCat("x must be a vector, got shape ", x.DebugString()));
+  }
+  c.set_output(0, PartialShape({-1}));
+  c.set_output(1, x.known_rank() ? x : PartialShape({-1}));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterDataFlowOps(OpRegistry& r) {
+  r.Add(OpDefBuilder("Unique")
+            .Input("x: T")
+            .Output("y: T")
+            .Output("idx: out_idx")
+            .Attr("T: type")
+            .Attr("out_idx: {int32, int64} = DT_INT32")
+            .SetShapeFn(UniqueShape)
+            .Doc("y = the distinct values of the vector x in order of first appearance; "
+                 "x[i] = y[idx[i]]."));
   r.Add(OpDefBuilder("DynamicPartition")
             .Input("data: T")
             .Input("partitions: int32")
