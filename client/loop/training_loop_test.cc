@@ -1,7 +1,12 @@
 #include "client/loop/training_loop.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "client/ops.h"
 #include "client/train/optimizers.h"
@@ -138,6 +143,134 @@ TEST(TrainingLoopTest, NonChiefWaitsForInitThenTrains) {
   sum = (*loop)->Run(s);
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(sum->global_step, 3);
+}
+
+// The global steps of the checkpoints in `dir` (one per "<prefix>.index").
+std::vector<int64_t> CheckpointSteps(const std::string& dir) {
+  std::vector<int64_t> steps;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    const std::string suffix = ".index";
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      steps.push_back(Saver::StepOfPrefix(
+          (e.path().parent_path() / name.substr(0, name.size() - suffix.size())).string()));
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// Sleeps after every step (the loop measures time after its hooks) and
+// records the newest checkpoint visible then: the loop saves after the
+// hooks, so at step k this is the checkpoint of a step < k, if any.
+class SlowHook : public TrainingHook {
+ public:
+  SlowHook(std::string dir, std::chrono::milliseconds sleep)
+      : dir_(std::move(dir)), sleep_(sleep) {}
+  void AfterStep(const StepInfo& step, const std::vector<std::string>&) override {
+    auto latest = Saver::LatestCheckpoint(dir_);
+    latest_before.push_back(latest.ok() ? Saver::StepOfPrefix(*latest) : -1);
+    global_steps.push_back(step.global_step);
+    std::this_thread::sleep_for(sleep_);
+  }
+  void End(const TrainingSummary& summary) override { end_checkpoint = summary.last_checkpoint; }
+  std::vector<int64_t> latest_before;  // per step
+  std::vector<int64_t> global_steps;
+  std::string end_checkpoint;
+
+ private:
+  std::string dir_;
+  std::chrono::milliseconds sleep_;
+};
+
+// save_checkpoint_secs alone: steps of >= 200 ms against a 0.5 s period
+// save after every third step (2 steps are 0.4 s plus the steps' own few
+// ms), timed from the first step and then from each save; the end adds
+// the last step's checkpoint.
+TEST(TrainingLoopTest, SavesByTimeAlone) {
+  std::string dir = TempDir();
+  Linear m;
+  auto hook = std::make_shared<SlowHook>(dir, std::chrono::milliseconds(200));
+  TrainingLoopOptions o;
+  o.checkpoint_dir = dir;
+  o.save_checkpoint_steps = 0;
+  o.save_checkpoint_secs = 0.5;
+  o.last_step = 10;
+  o.hooks = {hook};
+  auto loop = TrainingLoop::Create(m.root, m.graph, o);
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  ClientSession s(m.root);
+  auto start = std::chrono::steady_clock::now();
+  auto sum = (*loop)->Run(s);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_GE(secs, 2.0);
+  EXPECT_LT(secs, 60.0);
+  EXPECT_EQ(sum->global_step, 10);
+  EXPECT_EQ(sum->local_steps, 10);
+  EXPECT_EQ(CheckpointSteps(dir), (std::vector<int64_t>{3, 6, 9, 10}));
+  EXPECT_EQ(Saver::StepOfPrefix(sum->last_checkpoint), 10);
+  EXPECT_EQ(hook->end_checkpoint, sum->last_checkpoint);
+  EXPECT_EQ(hook->global_steps, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  // Step k's hook sees the save of the step before it, not yet its own.
+  EXPECT_EQ(hook->latest_before, (std::vector<int64_t>{-1, -1, -1, 3, 3, 3, 6, 6, 6, 9}));
+}
+
+// A save by time on the last step is not repeated at the end: the newest
+// prefix is that step's and the directory holds it once.
+TEST(TrainingLoopTest, SaveByTimeOnTheLastStepIsTheEndCheckpoint) {
+  std::string dir = TempDir();
+  Linear m;
+  auto hook = std::make_shared<SlowHook>(dir, std::chrono::milliseconds(200));
+  TrainingLoopOptions o;
+  o.checkpoint_dir = dir;
+  o.save_checkpoint_secs = 0.5;
+  o.last_step = 6;
+  o.hooks = {hook};
+  auto loop = TrainingLoop::Create(m.root, m.graph, o);
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  ClientSession s(m.root);
+  auto sum = (*loop)->Run(s);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(sum->global_step, 6);
+  EXPECT_EQ(CheckpointSteps(dir), (std::vector<int64_t>{3, 6}));
+  EXPECT_EQ(Saver::StepOfPrefix(sum->last_checkpoint), 6);
+}
+
+// Neither by steps nor by time: no checkpoint while training (each step's
+// hook finds none, however slow the steps), one of the last step at the
+// end; with save_at_end off, none at all.
+TEST(TrainingLoopTest, WithoutPeriodicSavesOnlyTheEndSaves) {
+  for (bool save_at_end : {true, false}) {
+    SCOPED_TRACE(save_at_end ? "save_at_end" : "no save_at_end");
+    std::string dir = TempDir();
+    Linear m;
+    auto hook = std::make_shared<SlowHook>(dir, std::chrono::milliseconds(50));
+    TrainingLoopOptions o;
+    o.checkpoint_dir = dir;
+    o.save_checkpoint_steps = 0;
+    o.save_checkpoint_secs = 0;
+    o.save_at_end = save_at_end;
+    o.last_step = 10;
+    o.hooks = {hook};
+    auto loop = TrainingLoop::Create(m.root, m.graph, o);
+    ASSERT_TRUE(loop.ok()) << loop.status();
+    ClientSession s(m.root);
+    auto sum = (*loop)->Run(s);
+    ASSERT_TRUE(sum.ok()) << sum.status();
+    EXPECT_EQ(sum->global_step, 10);
+    EXPECT_EQ(hook->latest_before, std::vector<int64_t>(10, -1));
+    if (save_at_end) {
+      EXPECT_EQ(CheckpointSteps(dir), (std::vector<int64_t>{10}));
+      EXPECT_EQ(Saver::StepOfPrefix(sum->last_checkpoint), 10);
+      EXPECT_EQ(hook->end_checkpoint, sum->last_checkpoint);
+    } else {
+      EXPECT_TRUE(CheckpointSteps(dir).empty());
+      EXPECT_TRUE(sum->last_checkpoint.empty());
+      EXPECT_TRUE(absl::IsNotFound(Saver::LatestCheckpoint(dir).status()));
+    }
+  }
 }
 
 TEST(TrainingLoopTest, UnboundedLoopIsInvalidArgument) {

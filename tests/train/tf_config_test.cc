@@ -1,0 +1,323 @@
+// `graphrun train` through the command line, one process per task:
+// tasks of an external cluster given by TF_CONFIG with a `chief` job (a
+// ps, the chief and one worker), and --epochs on --local.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/loop/saver.h"
+#include "gtest/gtest.h"
+#include "tools/process_util.h"
+#include "util/json.h"
+
+namespace graphrun {
+namespace tools {
+namespace {
+
+const char kData[] = "/usr/share/datasets/fashion-mnist";
+
+bool HaveData() {
+  return std::filesystem::exists(std::string(kData) + "/t10k-labels-idx1-ubyte.gz");
+}
+
+std::string TempDir(const std::string& name) {
+  std::string base = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  std::string dir = base + "/" + name + "_XXXXXX";
+  return mkdtemp(dir.data());
+}
+
+std::string Graphrun() {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/tools/graphrun";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The children of one test; every one still running is stopped (SIGTERM,
+// then SIGKILL) when the test ends, passed or not.
+struct Children {
+  std::vector<ChildProcess> all;
+  ~Children() { StopProcesses(all, 5000); }
+
+  // Starts `graphrun args...` with `env`, output to <dir>/<name>.log;
+  // returns its position in `all`.
+  size_t Start(const std::string& task, const std::vector<std::string>& args,
+               const std::vector<std::string>& env, const std::string& dir, int port = 0) {
+    ChildProcess c;
+    c.task = task;
+    c.port = port;
+    c.log_file =
+        dir + "/" + task.substr(task.rfind('/') + 1) + "_" + std::to_string(all.size()) + ".log";
+    absl::StatusOr<pid_t> pid = SpawnProcess(Graphrun(), args, env, c.log_file);
+    EXPECT_TRUE(pid.ok()) << pid.status();
+    c.pid = pid.ok() ? *pid : 0;
+    all.push_back(c);
+    return all.size() - 1;
+  }
+};
+
+// Waits until `c` exits or `deadline` passes; true when it exited (its
+// waitpid status in c.exit_status).
+bool WaitForExit(ChildProcess& c, std::chrono::steady_clock::time_point deadline) {
+  while (!Reap(c)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+bool ExitedOk(const ChildProcess& c) {
+  return WIFEXITED(c.exit_status) && WEXITSTATUS(c.exit_status) == 0;
+}
+
+// The result line `graphrun train` prints ({"test_accuracy": ...}), parsed.
+absl::StatusOr<JsonValue> ResultJson(const std::string& log) {
+  std::istringstream in(log);
+  std::string line;
+  std::string found;
+  while (std::getline(in, line)) {
+    if (line.rfind("{\"test_accuracy\"", 0) == 0) found = line;
+  }
+  if (found.empty()) return absl::NotFoundError("no result line");
+  return ParseJson(found);
+}
+
+double Num(const JsonValue& json, const std::string& key) {
+  const JsonValue* v = json.Find(key);
+  EXPECT_TRUE(v != nullptr && v->is_number()) << key << " in " << json.Serialize();
+  return v != nullptr && v->is_number() ? std::stod(v->number_text()) : -1;
+}
+
+std::string Str(const JsonValue& json, const std::string& key) {
+  const JsonValue* v = json.Find(key);
+  EXPECT_TRUE(v != nullptr && v->is_string()) << key << " in " << json.Serialize();
+  return v != nullptr && v->is_string() ? v->string_value() : "";
+}
+
+// TF_CONFIG of `type`:`index` in a cluster of one ps, one chief and one
+// worker on loopback `ports` (ps, chief, worker).
+std::string TfConfig(const std::vector<int>& ports, const std::string& type, int index) {
+  return absl::StrCat(R"(TF_CONFIG={"cluster": {"chief": ["127.0.0.1:)", ports[1],
+                      R"("], "worker": ["127.0.0.1:)", ports[2], R"("], "ps": ["127.0.0.1:)",
+                      ports[0], R"("]}, "task": {"type": ")", type, R"(", "index": )", index, "}}");
+}
+
+struct TfConfigRun {
+  ChildProcess ps, chief, worker;
+  std::string ps_log, chief_log, worker_log;
+};
+
+// Starts the ps (`graphrun train` with a ps TF_CONFIG serves as a server),
+// waits until it listens, then the chief and the worker with `train_args`
+// (+ --checkpoint_dir=`ckpt` for both: only the chief saves); waits for both
+// to exit within `timeout`, then stops the ps.
+void RunTfConfigCluster(const std::vector<std::string>& train_args, const std::string& ckpt,
+                        std::chrono::seconds timeout, TfConfigRun* out) {
+  const std::string logs = TempDir("tf_config_logs");
+  absl::StatusOr<std::vector<int>> ports = PickFreePorts(3);
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  Children children;
+  size_t ps =
+      children.Start("/job:ps/task:0", {"train"}, {TfConfig(*ports, "ps", 0)}, logs, (*ports)[0]);
+  std::vector<ChildProcess> ps_only = {children.all[ps]};
+  absl::Status listening = WaitUntilListening(ps_only, 30000);
+  children.all[ps] = ps_only[0];
+  ASSERT_TRUE(listening.ok()) << listening << "\n" << ReadFile(children.all[ps].log_file);
+  std::vector<std::string> args = {"train"};
+  args.insert(args.end(), train_args.begin(), train_args.end());
+  args.push_back("--checkpoint_dir=" + ckpt);
+  args.push_back("--format=json");
+  size_t chief = children.Start("/job:chief/task:0", args, {TfConfig(*ports, "chief", 0)}, logs);
+  size_t worker = children.Start("/job:worker/task:0", args, {TfConfig(*ports, "worker", 0)}, logs);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool chief_done = WaitForExit(children.all[chief], deadline);
+  bool worker_done = WaitForExit(children.all[worker], deadline);
+  EXPECT_TRUE(Reap(children.all[ps]) == false)
+      << "the ps exited: " << ReadFile(children.all[ps].log_file);
+  StopProcesses(children.all, 5000);
+  out->ps = children.all[ps];
+  out->chief = children.all[chief];
+  out->worker = children.all[worker];
+  out->ps_log = ReadFile(out->ps.log_file);
+  out->chief_log = ReadFile(out->chief.log_file);
+  out->worker_log = ReadFile(out->worker.log_file);
+  ASSERT_TRUE(chief_done) << "the chief did not exit within " << timeout.count() << " s:\n"
+                          << out->chief_log;
+  ASSERT_TRUE(worker_done) << "the worker did not exit within " << timeout.count() << " s:\n"
+                           << out->worker_log;
+}
+
+// 1 ps + 1 chief + 1 worker, async, 60 steps on Fashion-MNIST. The chief
+// (replica 0) and the worker (replica 1: worker indices follow the chief)
+// make 2 replicas: a global batch of 256 is 128 per replica, so each
+// update is 128 examples; the chief checkpoints and evaluates, the worker
+// only trains.
+TEST(TfConfigTest, ChiefWorkerAndPsTrainAsOneCluster) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string ckpt = TempDir("tf_config_ckpt");
+  TfConfigRun run;
+  RunTfConfigCluster({"--data=" + std::string(kData), "--steps=60"}, ckpt,
+                     std::chrono::seconds(100), &run);
+  if (HasFatalFailure()) return;
+  EXPECT_NE(run.ps_log.find("TF_CONFIG names a ps task; serving it as `graphrun server`"),
+            std::string::npos)
+      << run.ps_log;
+  ASSERT_TRUE(ExitedOk(run.chief)) << run.chief_log;
+  ASSERT_TRUE(ExitedOk(run.worker)) << run.worker_log;
+
+  auto chief = ResultJson(run.chief_log);
+  ASSERT_TRUE(chief.ok()) << chief.status() << "\n" << run.chief_log;
+  EXPECT_EQ(Str(*chief, "mode"), "tf_config");
+  EXPECT_GT(Num(*chief, "test_accuracy"), 0.6) << chief->Serialize();
+  const double step = Num(*chief, "global_step");
+  EXPECT_GE(step, 60);
+  EXPECT_LE(step, 61);                   // the worker may finish one step in flight
+  EXPECT_EQ(Num(*chief, "workers"), 2);  // the chief counts as a replica
+  EXPECT_EQ(Num(*chief, "ps"), 1);
+  // Examples from the global step: 128 (= 256 / 2 replicas) per update.
+  EXPECT_EQ(Num(*chief, "examples"), step * 128) << chief->Serialize();
+  EXPECT_TRUE(chief->Find("restored_from_step")->is_null());
+  const std::string checkpoint = Str(*chief, "checkpoint");
+  EXPECT_EQ(checkpoint.rfind(ckpt + "/", 0), 0u) << checkpoint;
+  EXPECT_EQ(client::Saver::StepOfPrefix(checkpoint), static_cast<int64_t>(step));
+  auto latest = client::Saver::LatestCheckpoint(ckpt);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(*latest, checkpoint);
+  EXPECT_TRUE(std::filesystem::exists(checkpoint + ".index"));
+
+  auto worker = ResultJson(run.worker_log);
+  ASSERT_TRUE(worker.ok()) << worker.status() << "\n" << run.worker_log;
+  EXPECT_EQ(Str(*worker, "mode"), "tf_config");
+  EXPECT_TRUE(worker->Find("test_accuracy")->is_null()) << worker->Serialize();
+  EXPECT_TRUE(worker->Find("checkpoint")->is_null()) << worker->Serialize();
+  EXPECT_TRUE(worker->Find("first_loss")->is_null()) << worker->Serialize();
+  EXPECT_GE(Num(*worker, "global_step"), 60);
+  EXPECT_LE(Num(*worker, "global_step"), 61);
+  EXPECT_EQ(Num(*worker, "workers"), 2);
+}
+
+// Writes an IDX file of uint8 `data` with `dims`.
+void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims,
+              const std::vector<uint8_t>& data) {
+  std::ofstream f(path, std::ios::binary);
+  const char magic[4] = {0, 0, 0x08, static_cast<char>(dims.size())};
+  f.write(magic, 4);
+  for (uint32_t d : dims) {
+    const char be[4] = {static_cast<char>(d >> 24), static_cast<char>(d >> 16),
+                        static_cast<char>(d >> 8), static_cast<char>(d)};
+    f.write(be, 4);
+  }
+  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
+// Which shard the worker reads: a data set whose odd records (shard 1 of
+// 2) carry the invalid label 200 while the even ones (shard 0) are valid.
+// The chief (replica 0) trains on shard 0 alone to the last step; the
+// worker, replica 0 + 1 since a chief exists, fails on its first batch
+// naming the label. (Without the offset the worker would read shard 0 and
+// train; with it applied twice, ShardDataset would reject index 2.)
+TEST(TfConfigTest, WorkerReadsTheShardAfterTheChiefs) {
+  const std::string data = TempDir("tf_config_data");
+  constexpr uint32_t kTrain = 512, kTest = 100;
+  std::vector<uint8_t> labels(kTrain);
+  for (uint32_t i = 0; i < kTrain; ++i) labels[i] = i % 2 == 0 ? i % 10 : 200;
+  WriteIdx(data + "/train-images-idx3-ubyte", {kTrain, 28, 28},
+           std::vector<uint8_t>(kTrain * 28 * 28, 0));
+  WriteIdx(data + "/train-labels-idx1-ubyte", {kTrain}, labels);
+  WriteIdx(data + "/t10k-images-idx3-ubyte", {kTest, 28, 28},
+           std::vector<uint8_t>(kTest * 28 * 28, 0));
+  WriteIdx(data + "/t10k-labels-idx1-ubyte", {kTest}, std::vector<uint8_t>(kTest, 0));
+  const std::string ckpt = TempDir("tf_config_shard_ckpt");
+  TfConfigRun run;
+  // 1000 steps: the chief is still training (seconds) when the worker's
+  // first step runs, so the worker cannot find the last step reached and
+  // stop without reading a batch.
+  RunTfConfigCluster({"--data=" + data, "--steps=1000"}, ckpt, std::chrono::seconds(60), &run);
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(ExitedOk(run.chief)) << run.chief_log;
+  EXPECT_TRUE(WIFEXITED(run.worker.exit_status) && WEXITSTATUS(run.worker.exit_status) == 1)
+      << run.worker.exit_status << "\n"
+      << run.worker_log;
+  EXPECT_NE(run.worker_log.find("received a label value of 200"), std::string::npos)
+      << run.worker_log;
+  auto chief = ResultJson(run.chief_log);
+  ASSERT_TRUE(chief.ok()) << chief.status() << "\n" << run.chief_log;
+  // Only the chief made updates: exactly its 1000 steps of 128.
+  EXPECT_EQ(Num(*chief, "global_step"), 1000);
+  EXPECT_EQ(Num(*chief, "examples"), 1000 * 128);
+  EXPECT_EQ(Num(*chief, "workers"), 2);
+  EXPECT_EQ(client::Saver::StepOfPrefix(Str(*chief, "checkpoint")), 1000);
+}
+
+// `graphrun train --local` with `args` (+ --format=json); its result line.
+absl::StatusOr<JsonValue> TrainLocal(const std::vector<std::string>& args,
+                                     std::chrono::seconds timeout) {
+  const std::string logs = TempDir("local_logs");
+  std::vector<std::string> all = {"train", "--local", "--format=json",
+                                  "--data=" + std::string(kData)};
+  all.insert(all.end(), args.begin(), args.end());
+  Children children;
+  size_t i = children.Start("/job:local/task:0", all, {}, logs);
+  ChildProcess& c = children.all[i];
+  const std::string log_file = c.log_file;
+  if (!WaitForExit(c, std::chrono::steady_clock::now() + timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no exit within ", timeout.count(), " s: ", ReadFile(log_file)));
+  }
+  const std::string log = ReadFile(log_file);
+  if (!ExitedOk(c)) {
+    return absl::InternalError(absl::StrCat("exit status ", c.exit_status, ": ", log));
+  }
+  return ResultJson(log);
+}
+
+// --epochs=1 at batch 500: 60000 / 500 = 120 steps, exactly (the loop
+// stops at global step epochs * steps per epoch); the end checkpoint is
+// that step's.
+TEST(TfConfigTest, OneEpochLocalStopsAtStepsPerEpoch) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string ckpt = TempDir("epoch_ckpt");
+  auto r = TrainLocal({"--epochs=1", "--batch_size=500", "--checkpoint_dir=" + ckpt},
+                      std::chrono::seconds(60));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Str(*r, "mode"), "local");
+  EXPECT_EQ(Num(*r, "global_step"), 120) << r->Serialize();
+  EXPECT_EQ(Num(*r, "examples"), 60000);
+  EXPECT_EQ(Num(*r, "batch_size"), 500);
+  EXPECT_GT(Num(*r, "test_accuracy"), 0.7);
+  EXPECT_EQ(client::Saver::StepOfPrefix(Str(*r, "checkpoint")), 120);
+}
+
+// Steps per epoch count full batches only (training drops the remainder):
+// 60000 / 7000 = 8 (56000 examples), so 2 epochs stop at step 16. With
+// --checkpoint_dir= (none): no checkpoint, and nothing restored (the
+// default dir, /tmp/graphrun_train, would resume whatever is there).
+TEST(TfConfigTest, EpochsCountFullBatchesOnly) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  auto r = TrainLocal({"--epochs=2", "--batch_size=7000", "--checkpoint_dir="},
+                      std::chrono::seconds(60));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Num(*r, "global_step"), 16) << r->Serialize();
+  EXPECT_EQ(Num(*r, "examples"), 16 * 7000);
+  EXPECT_TRUE(r->Find("checkpoint")->is_null());
+  EXPECT_TRUE(r->Find("restored_from_step")->is_null());
+}
+
+}  // namespace
+}  // namespace tools
+}  // namespace graphrun
