@@ -4,9 +4,9 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "graph/types.h"
 
 namespace graphrun {
