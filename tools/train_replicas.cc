@@ -171,8 +171,22 @@ struct ReplicaSpec {
   bool chief = true;
   placement::DeviceFunction device_fn;                     // empty: none
   std::string target;                                      // the replica's session target
+  std::string worker_device;                               // "/job:worker/task:1"
   std::map<std::string, std::vector<int64_t>> partitions;  // variable -> part rows
 };
+
+// A session of a between-graph replica: on its task's server, seeing only
+// the PS tasks and its own task (TensorFlow's device_filters for
+// ParameterServerStrategy), so it neither waits for nor depends on the
+// other workers or the chief: a worker that starts after the chief has
+// finished still finds the variables and stops.
+SessionOptions ReplicaSessionOptions(const std::string& target, const std::string& worker_device) {
+  SessionOptions so;
+  so.target = target;
+  so.config.add_device_filters("/job:ps");
+  so.config.add_device_filters(worker_device);
+  return so;
+}
 
 // Builds replica `r`'s graph (and, on the chief, the evaluation tower).
 absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
@@ -236,8 +250,7 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
   if (with_loop) {
     loop_opts.is_chief = r.chief;
     if (g->sync != nullptr) {
-      SessionOptions qr;
-      qr.target = r.target;
+      SessionOptions qr = ReplicaSessionOptions(r.target, r.worker_device);
       g->sync_hook = std::make_shared<client::SyncReplicasHook>(g->sync.get(), g->root, qr);
       loop_opts.hooks.push_back(g->sync_hook);
       // A synchronous step waits for every replica: bound it, so a dead
@@ -632,6 +645,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     spec.chief = static_cast<int>(i) == chief_at;
     spec.device_fn = fn;
     spec.target = targets[i];
+    spec.worker_device = worker_devices[i];
     spec.partitions = plan.partitions;
     runs[i].hook = std::make_shared<ProgressHook>(
         &progress, spec.chief, control != nullptr ? control->stop() : c.stop, &stop);
@@ -645,8 +659,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
   }
   std::vector<std::unique_ptr<ClientSession>> sessions;
   for (size_t i = 0; i < graphs.size(); ++i) {
-    SessionOptions so;
-    so.target = targets[i];
+    SessionOptions so = ReplicaSessionOptions(targets[i], worker_devices[i]);
     sessions.push_back(std::make_unique<ClientSession>(graphs[i]->root, so));
   }
   if (chief_at > 0) {  // RunReplicas reads the chief at index 0

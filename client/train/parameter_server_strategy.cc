@@ -55,6 +55,8 @@ absl::StatusOr<ParameterServerStrategy> ParameterServerStrategy::FromTfConfig(
 SessionOptions ParameterServerStrategy::session_options() const {
   SessionOptions o;
   o.target = target_;
+  o.config.add_device_filters("/job:ps");
+  o.config.add_device_filters(worker_device_);
   return o;
 }
 

@@ -58,7 +58,10 @@ class ParameterServerStrategy {
   bool is_chief() const { return is_chief_; }
   // "/job:worker/task:1": where this replica's ops run.
   const std::string& worker_device() const { return worker_device_; }
-  // Options of a session on this task's own server ("grpc://host:port").
+  // Options of a session on this task's own server ("grpc://host:port")
+  // that sees only the PS tasks and this task (device_filters, as
+  // TensorFlow sets them): it never waits for, or fails with, the chief or
+  // the other workers.
   SessionOptions session_options() const;
 
   // `root` with the replica device function: variables (and the other

@@ -38,6 +38,9 @@ TEST(ParameterServerStrategyTest, ReplicasWithAndWithoutAChiefJob) {
   EXPECT_FALSE(w1->is_chief());
   EXPECT_EQ(w1->worker_device(), "/job:worker/task:1");
   EXPECT_EQ(w1->session_options().target, "grpc://10.0.0.5:2222");
+  // The session sees the PS tasks and this task only.
+  EXPECT_THAT(w1->session_options().config.device_filters(),
+              ::testing::ElementsAre("/job:ps", "/job:worker/task:1"));
   auto chief = ParameterServerStrategy::Create(Spec(true), "chief", 0);
   ASSERT_TRUE(chief.ok()) << chief.status();
   EXPECT_EQ(chief->replica_index(), 0);

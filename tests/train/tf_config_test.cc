@@ -231,6 +231,45 @@ void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims,
 // worker, replica 0 + 1 since a chief exists, fails on its first batch
 // naming the label. (Without the offset the worker would read shard 0 and
 // train; with it applied twice, ShardDataset would reject index 2.)
+// Tasks of an external cluster start in any order: the chief trains with
+// no worker up (its session sees only the PS and itself), and a worker that
+// starts after the chief has finished finds the global step at its end and
+// stops at once, rather than waiting on the departed chief.
+TEST(TfConfigTest, ChiefAndWorkerDoNotWaitForEachOther) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string ckpt = TempDir("tf_config_order_ckpt");
+  const std::string logs = TempDir("tf_config_order_logs");
+  absl::StatusOr<std::vector<int>> ports = PickFreePorts(3);
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  Children children;
+  size_t ps =
+      children.Start("/job:ps/task:0", {"train"}, {TfConfig(*ports, "ps", 0)}, logs, (*ports)[0]);
+  std::vector<ChildProcess> ps_only = {children.all[ps]};
+  ASSERT_TRUE(WaitUntilListening(ps_only, 30000).ok()) << ReadFile(children.all[ps].log_file);
+  const std::vector<std::string> args = {"train", "--data=" + std::string(kData), "--steps=40",
+                                         "--checkpoint_dir=" + ckpt, "--format=json"};
+  size_t chief = children.Start("/job:chief/task:0", args, {TfConfig(*ports, "chief", 0)}, logs);
+  ASSERT_TRUE(WaitForExit(children.all[chief],
+                          std::chrono::steady_clock::now() + std::chrono::seconds(100)))
+      << ReadFile(children.all[chief].log_file);
+  const std::string chief_log = ReadFile(children.all[chief].log_file);
+  ASSERT_TRUE(ExitedOk(children.all[chief])) << chief_log;
+  auto chief_result = ResultJson(chief_log);
+  ASSERT_TRUE(chief_result.ok()) << chief_log;
+  EXPECT_EQ(Num(*chief_result, "global_step"), 40);  // the chief alone
+
+  size_t worker = children.Start("/job:worker/task:0", args, {TfConfig(*ports, "worker", 0)}, logs);
+  ASSERT_TRUE(WaitForExit(children.all[worker],
+                          std::chrono::steady_clock::now() + std::chrono::seconds(60)))
+      << "the worker waited on the finished chief: " << ReadFile(children.all[worker].log_file);
+  const std::string worker_log = ReadFile(children.all[worker].log_file);
+  ASSERT_TRUE(ExitedOk(children.all[worker])) << worker_log;
+  auto worker_result = ResultJson(worker_log);
+  ASSERT_TRUE(worker_result.ok()) << worker_log;
+  EXPECT_EQ(Num(*worker_result, "global_step"), 40);
+  EXPECT_EQ(Num(*worker_result, "examples"), 0);
+}
+
 TEST(TfConfigTest, WorkerReadsTheShardAfterTheChiefs) {
   const std::string data = TempDir("tf_config_data");
   constexpr uint32_t kTrain = 512, kTest = 100;
