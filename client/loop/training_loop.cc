@@ -97,22 +97,22 @@ absl::StatusOr<bool> TrainingLoop::AllInitialized(const ClientSession& session) 
 absl::StatusOr<std::optional<int64_t>> TrainingLoop::PrepareVariables(
     const ClientSession& session) {
   if (options_.is_chief) {
-    if (saver_.has_value()) {
-      absl::StatusOr<std::string> latest = Saver::LatestCheckpoint(options_.checkpoint_dir);
-      if (latest.ok()) {
-        // Restore assigns every variable, so none is ever seen initialized
-        // with fresh values by a waiting worker.
-        absl::Status s = saver_->Restore(session, *latest);
-        if (!s.ok()) {
-          return absl::Status(s.code(), absl::StrCat("restoring ", *latest, ": ", s.message()));
-        }
-        GR_ASSIGN_OR_RETURN(int64_t step, ReadGlobalStep(session));
-        return std::optional<int64_t>(step);
+    // A task the chief needs may not be up yet (tasks of a cluster start
+    // in any order): Unavailable is retried until init_timeout, as
+    // TensorFlow's master waits for its workers.
+    auto deadline =
+        std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(options_.init_timeout);
+    while (true) {
+      absl::StatusOr<std::optional<int64_t>> r = InitializeOrRestore(session);
+      if (!absl::IsUnavailable(r.status())) return r;
+      if (options_.stop != nullptr && options_.stop->load()) return r;
+      if (std::chrono::steady_clock::now() > deadline) {
+        return absl::UnavailableError(
+            absl::StrCat("TrainingLoop: a task the chief needs did not come up within ",
+                         absl::FormatDuration(options_.init_timeout), ": ", r.status().message()));
       }
-      if (!absl::IsNotFound(latest.status())) return latest.status();
+      std::this_thread::sleep_for(absl::ToChronoMilliseconds(options_.init_poll_interval));
     }
-    GR_RETURN_IF_ERROR(session.Run({}, {}, {graph_.init_op}).status());
-    return std::optional<int64_t>();
   }
   auto deadline =
       std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(options_.init_timeout);
@@ -132,6 +132,26 @@ absl::StatusOr<std::optional<int64_t>> TrainingLoop::PrepareVariables(
     }
     std::this_thread::sleep_for(absl::ToChronoMilliseconds(options_.init_poll_interval));
   }
+}
+
+absl::StatusOr<std::optional<int64_t>> TrainingLoop::InitializeOrRestore(
+    const ClientSession& session) {
+  if (saver_.has_value()) {
+    absl::StatusOr<std::string> latest = Saver::LatestCheckpoint(options_.checkpoint_dir);
+    if (latest.ok()) {
+      // Restore assigns every variable, so none is ever seen initialized
+      // with fresh values by a waiting worker.
+      absl::Status s = saver_->Restore(session, *latest);
+      if (!s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("restoring ", *latest, ": ", s.message()));
+      }
+      GR_ASSIGN_OR_RETURN(int64_t step, ReadGlobalStep(session));
+      return std::optional<int64_t>(step);
+    }
+    if (!absl::IsNotFound(latest.status())) return latest.status();
+  }
+  GR_RETURN_IF_ERROR(session.Run({}, {}, {graph_.init_op}).status());
+  return std::optional<int64_t>();
 }
 
 absl::StatusOr<std::string> TrainingLoop::Save(const ClientSession& session) {

@@ -4,7 +4,9 @@
 // variables) and describes it in a TrainingGraph; the loop then
 //   1. prepares the variables:
 //        chief     restores the newest checkpoint of `checkpoint_dir` (the
-//                  summary's restored_from_step), else runs init_op;
+//                  summary's restored_from_step), else runs init_op; while
+//                  a task it needs is Unavailable (not up yet), retries
+//                  until init_timeout;
 //        non-chief polls VarIsInitializedOp on every variable until all are
 //                  initialized (DeadlineExceeded after init_timeout);
 //   2. runs iterator_init, then steps: train_op plus the metrics and the
@@ -176,6 +178,8 @@ class TrainingLoop {
   TrainingLoop() = default;
   absl::StatusOr<TrainingSummary> RunSteps(const ClientSession& session, bool* hooks_started);
   absl::StatusOr<std::optional<int64_t>> PrepareVariables(const ClientSession& session);
+  // The chief's restore-or-init, once.
+  absl::StatusOr<std::optional<int64_t>> InitializeOrRestore(const ClientSession& session);
   absl::StatusOr<bool> AllInitialized(const ClientSession& session) const;
 
   TrainingGraph graph_;

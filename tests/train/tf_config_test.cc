@@ -270,6 +270,33 @@ TEST(TfConfigTest, ChiefAndWorkerDoNotWaitForEachOther) {
   EXPECT_EQ(Num(*worker_result, "examples"), 0);
 }
 
+// A chief started before its PS waits for it (Unavailable is retried until
+// the loop's init_timeout) and then trains.
+TEST(TfConfigTest, ChiefWaitsForALatePs) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string ckpt = TempDir("tf_config_late_ckpt");
+  const std::string logs = TempDir("tf_config_late_logs");
+  absl::StatusOr<std::vector<int>> ports = PickFreePorts(3);
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  Children children;
+  size_t chief = children.Start("/job:chief/task:0",
+                                {"train", "--data=" + std::string(kData), "--steps=20",
+                                 "--checkpoint_dir=" + ckpt, "--format=json"},
+                                {TfConfig(*ports, "chief", 0)}, logs);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_FALSE(Reap(children.all[chief]))
+      << "the chief did not wait: " << ReadFile(children.all[chief].log_file);
+  children.Start("/job:ps/task:0", {"train"}, {TfConfig(*ports, "ps", 0)}, logs, (*ports)[0]);
+  ASSERT_TRUE(WaitForExit(children.all[chief],
+                          std::chrono::steady_clock::now() + std::chrono::seconds(100)))
+      << ReadFile(children.all[chief].log_file);
+  const std::string log = ReadFile(children.all[chief].log_file);
+  ASSERT_TRUE(ExitedOk(children.all[chief])) << log;
+  auto result = ResultJson(log);
+  ASSERT_TRUE(result.ok()) << log;
+  EXPECT_EQ(Num(*result, "global_step"), 20);
+}
+
 TEST(TfConfigTest, WorkerReadsTheShardAfterTheChiefs) {
   const std::string data = TempDir("tf_config_data");
   constexpr uint32_t kTrain = 512, kTest = 100;
