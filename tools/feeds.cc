@@ -45,6 +45,32 @@ absl::StatusOr<DataType> FeedResolver::DtypeOf(absl::string_view node, int index
   return BaseType(n->output_type(index));
 }
 
+namespace {
+
+// A placeholder's declared shape (its `shape` attr), when it has one of
+// known rank: a fed value must be compatible with it, as TensorFlow's
+// Session.run checks ("Cannot feed value of shape …").
+absl::Status CheckPlaceholderShape(const tensorflow::GraphDef& def, absl::string_view node,
+                                   int index, const Tensor& t, const std::string& prefix) {
+  if (index != 0) return absl::OkStatus();
+  for (const auto& n : def.node()) {
+    if (n.name() != node) continue;
+    if (n.op() != "Placeholder" && n.op() != "PlaceholderV2" &&
+        n.op() != "PlaceholderWithDefault") {
+      return absl::OkStatus();
+    }
+    PartialShape declared;
+    if (!GetAttr(n, "shape", &declared).ok() || !declared.known_rank()) return absl::OkStatus();
+    if (declared.IsCompatibleWith(t.shape())) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix, "cannot feed a value of shape ", t.shape().DebugString(),
+                     " to a placeholder of shape ", declared.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Tensor> FeedResolver::MakeFeed(absl::string_view name, absl::string_view value) {
   const std::string prefix = absl::StrCat("feed '", name, "': ");
   size_t colon = name.rfind(':');
@@ -62,10 +88,12 @@ absl::StatusOr<Tensor> FeedResolver::MakeFeed(absl::string_view name, absl::stri
           absl::StrCat(prefix, value.substr(1), " holds ", DataTypeString(t->dtype()),
                        " but the graph expects ", DataTypeString(*dtype)));
     }
+    GR_RETURN_IF_ERROR(CheckPlaceholderShape(def_, name.substr(0, colon), index, *t, prefix));
     return t;
   }
   auto t = TensorFromJsonText(value, *dtype);
   if (!t.ok()) return AnnotateStatus(t.status(), prefix);
+  GR_RETURN_IF_ERROR(CheckPlaceholderShape(def_, name.substr(0, colon), index, *t, prefix));
   return t;
 }
 

@@ -33,7 +33,8 @@ class FeedResolver {
 
   // Builds the tensor for one feed. `name` is canonical "node:i"; `value`
   // is JSON text or "@path.npy". A .npy whose dtype differs from the
-  // graph's is InvalidArgument. Errors start with "feed 'node:i': ".
+  // graph's, or a value whose shape does not fit a placeholder's declared
+  // shape, is InvalidArgument. Errors start with "feed 'node:i': ".
   absl::StatusOr<Tensor> MakeFeed(absl::string_view name, absl::string_view value);
 
  private:

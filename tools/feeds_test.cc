@@ -93,6 +93,51 @@ TEST(FeedResolverTest, MakeFeedFromJsonAndNpy) {
               HasSubstr("feed 'x:0': invalid JSON at offset 3"));
 }
 
+// A placeholder's declared shape bounds what may be fed to it (unknown
+// dimensions take any size); no shape attr, or unknown rank, takes any.
+TEST(FeedResolverTest, FedShapeMustFitThePlaceholdersShape) {
+  tensorflow::GraphDef def = Graph(R"pb(
+    node {
+      name: "img"
+      op: "Placeholder"
+      attr {
+        key: "dtype"
+        value { type: DT_UINT8 }
+      }
+      attr {
+        key: "shape"
+        value {
+          shape {
+            dim { size: -1 }
+            dim { size: 2 }
+          }
+        }
+      }
+    }
+    node {
+      name: "any"
+      op: "Placeholder"
+      attr {
+        key: "dtype"
+        value { type: DT_FLOAT }
+      }
+      attr {
+        key: "shape"
+        value { shape { unknown_rank: true } }
+      }
+    }
+  )pb");
+  FeedResolver r(def);
+  EXPECT_TRUE(r.MakeFeed("img:0", "[[1, 2], [3, 4], [5, 6]]").ok());
+  EXPECT_EQ(r.MakeFeed("img:0", "[[1, 2, 3]]").status().message(),
+            "feed 'img:0': cannot feed a value of shape [1,3] to a placeholder of shape [?,2]");
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/flat.npy";
+  ASSERT_TRUE(WriteNpyFile(path, Tensor(DT_UINT8, TensorShape({4}))).ok());
+  EXPECT_EQ(r.MakeFeed("img:0", "@" + path).status().message(),
+            "feed 'img:0': cannot feed a value of shape [4] to a placeholder of shape [?,2]");
+  EXPECT_TRUE(r.MakeFeed("any:0", "[[[1]]]").ok());
+}
+
 TEST(FeedResolverTest, ImportErrorsAreReported) {
   tensorflow::GraphDef def = Graph(R"pb(node { name: "z" op: "Frobnicate" })pb");
   FeedResolver r(def);
