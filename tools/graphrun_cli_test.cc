@@ -291,6 +291,12 @@ TEST(GraphrunCliTest, TrainUsageErrorsAndBadData) {
   ExpectError({"train", "--local", "--checkpoint_dir=", "--export_graph=/tmp/x.pb"}, 2,
               "InvalidArgument: --export_graph: needs checkpoints (the exported weights are the "
               "last checkpoint's); give --checkpoint_dir\n");
+  // Found before training: exit 1 at once, nothing on stdout.
+  ExpectError({"train", "--local", "--steps=100000", "--export_graph=/nonexistent/dir/m.pb",
+               "--format=json"},
+              1,
+              "FailedPrecondition: train: --export_graph=/nonexistent/dir/m.pb: no directory "
+              "/nonexistent/dir\n");
   // A truncated IDX file.
   const std::string data = TempPath("bad_idx");
   std::filesystem::create_directories(data);
