@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/loop/saver.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/rpc/grpc_session.h"
 #include "graph/status.h"
@@ -53,6 +54,9 @@ const FlagSet& TrainFlagSet() {
         .String("strategy", "NAME",
                 "variable placement: balanced (default), greedy_bytes, "
                 "round_robin")
+        .String("max_restarts", "N",
+                "when a task of the embedded cluster dies, restart the cluster from the last "
+                "checkpoint at most N times (default 3)")
         .String("export_graph", "FILE",
                 "after training, write the frozen inference graph for `graphrun run` "
                 "(feed images, fetch predictions/probabilities; .pbtxt: text)")
@@ -150,6 +154,8 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
       }
     }
   }
+  GR_ASSIGN_OR_RETURN(int64_t restarts, f.GetInt("max_restarts", c.max_restarts, 0, 100));
+  c.max_restarts = static_cast<int>(restarts);
   c.export_graph = f.GetString("export_graph", "");
   if (!c.export_graph.empty() && c.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError(
@@ -218,9 +224,37 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
                  : absl::StrCat(c.ps, " PS + ", c.workers, " workers, ", c.sync ? "sync" : "async"))
          << ", " << c.optimizer << ", global batch " << c.batch_size << "\n";
   }
-  absl::StatusOr<TrainResult> r = c.local        ? TrainLocal(c, log)
-                                  : c.in_process ? TrainInProcessCluster(c, log)
-                                                 : TrainProcessCluster(c, log);
+  if (c.local) return Export(c, TrainLocal(c, log), log);
+  if (c.in_process) return Export(c, TrainInProcessCluster(c, log), log);
+  // A task that dies ends the cluster's run; with a checkpoint to resume
+  // from, a new cluster continues from it (its chief restores, its
+  // workers wait), as a restarted TensorFlow job's MonitoredTrainingSession
+  // would.
+  absl::StatusOr<TrainResult> r;
+  int restarts = 0;
+  while (true) {
+    r = TrainProcessCluster(c, log);
+    if (r.ok() || !r.status().GetPayload(train_internal::kTaskDiedPayload).has_value() ||
+        c.checkpoint_dir.empty()) {
+      break;
+    }
+    absl::StatusOr<std::string> latest = client::Saver::LatestCheckpoint(c.checkpoint_dir);
+    if (!latest.ok()) break;
+    if (restarts == c.max_restarts) {
+      r = absl::Status(r.status().code(),
+                       absl::StrCat(r.status().message(), " (after ", restarts, " restarts)"));
+      break;
+    }
+    ++restarts;
+    if (log != nullptr) {
+      *log << "graphrun train: task "
+           << std::string(*r.status().GetPayload(train_internal::kTaskDiedPayload))
+           << " died; the run failed with: " << r.status().message() << "\n"
+           << "restarting the cluster from " << *latest << " (restart " << restarts
+           << " of at most " << c.max_restarts << ")\n";
+    }
+  }
+  if (r.ok()) r->restarts = restarts;
   return Export(c, std::move(r), log);
 }
 
@@ -239,7 +273,7 @@ std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
       ", \"optimizer\": ", JsonQuote(c.optimizer), ", \"batch_size\": ", c.batch_size,
       ", \"checkpoint\": ", r.checkpoint.empty() ? "null" : JsonQuote(r.checkpoint),
       ", \"exported_graph\": ", r.exported_graph.empty() ? "null" : JsonQuote(r.exported_graph),
-      "}");
+      ", \"restarts\": ", r.restarts, "}");
 }
 
 int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {

@@ -59,6 +59,9 @@ struct TrainConfig {
   double save_checkpoint_secs = 0;
   std::string strategy = "balanced";
   std::string export_graph;  // "" : none (needs checkpoint_dir)
+  // Embedded cluster, one process per task: when a task dies and a
+  // checkpoint exists, restart the cluster from it, at most this often.
+  int max_restarts = 3;
   bool json_only = false;
   int64_t log_every = 100;  // chief's local steps between progress lines
   int64_t seed = 1;
@@ -83,6 +86,7 @@ struct TrainResult {
   std::optional<double> first_loss, last_loss;     // chief's batches
   std::string checkpoint;
   std::string exported_graph;  // chief, with --export_graph
+  int restarts = 0;            // cluster restarts after a task died
 };
 
 // Parses the flags. InvalidArgument (a usage error) naming the flag.

@@ -101,8 +101,11 @@ absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::C
 absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::string& tf_config,
                                               std::ostream* log);
 
-// Default: one process per task (train_processes.cc).
+// Default: one process per task (train_processes.cc). When the run failed
+// because a task's process died, the error carries kTaskDiedPayload (the
+// task's name).
 absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostream* log);
+inline constexpr char kTaskDiedPayload[] = "graphrun/train/task_died";
 
 }  // namespace train_internal
 }  // namespace tools

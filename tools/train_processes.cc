@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "distributed/cluster_spec.h"
@@ -148,6 +149,7 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
   // Watch the children while the chief trains.
   RunControl control;
   std::atomic<bool> chief_done{false};
+  std::string died;  // guarded by children_mu
   std::mutex children_mu;
   std::thread monitor([&] {
     while (!chief_done.load()) {
@@ -157,6 +159,7 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
           if (child.pid <= 0 || !Reap(child)) continue;
           const bool ps = absl::StartsWith(child.task, "/job:ps/");
           if (ps || !WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
+            if (died.empty()) died = child.task;
             std::string last = LastLine(child.log_file);
             control.Abort(absl::UnavailableError(
                 absl::StrCat("train: task ", child.task, " exited (status ", child.exit_status, ")",
@@ -172,6 +175,27 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
       TrainTask(c, spec, "worker", 0, log, &control, std::move(chief_server));
   chief_done = true;
   monitor.join();
+  if (!r.ok() && died.empty()) {
+    // The chief's step may fail (a peer's connection closed) before the
+    // monitor's next look: a task that died is named within a second.
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (died.empty() && std::chrono::steady_clock::now() < until) {
+      for (ChildProcess& child : children) {
+        if (child.pid <= 0 || !Reap(child)) continue;
+        const bool ps = absl::StartsWith(child.task, "/job:ps/");
+        if (ps || !WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
+          died = child.task;
+          break;
+        }
+      }
+      if (died.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  if (!r.ok() && !died.empty()) {
+    absl::Status why = r.status();
+    why.SetPayload(kTaskDiedPayload, absl::Cord(died));
+    r = why;
+  }
   // Workers stop by themselves at the last global step; a failed run
   // stops them.
   if (r.ok()) {

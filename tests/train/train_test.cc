@@ -316,6 +316,52 @@ TEST(TrainTest, DyingWorkerEndsTheRunNamingIt) {
   EXPECT_TRUE(ChildrenRunning("graphrun").empty());  // every task process stopped
 }
 
+// A PS process killed mid-run (async, one process per task): the command
+// restarts the cluster from the last checkpoint and trains to the target,
+// reporting one restart and the step it resumed from.
+TEST(TrainTest, DeadPsIsRecoveredFromTheLastCheckpoint) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string dir = TempDir("recover");
+  TrainConfig c = Config(dir);
+  c.steps = 1500;
+  c.save_checkpoint_steps = 100;
+  absl::StatusOr<TrainResult> r = absl::UnknownError("not run");
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    r = Train(c, nullptr);
+    done = true;
+  });
+  auto latest_step = [&] {
+    auto l = client::Saver::LatestCheckpoint(dir);
+    return l.ok() ? client::Saver::StepOfPrefix(*l) : int64_t{-1};
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (latest_step() < 200 && !done && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::vector<pid_t> ps = ChildrenRunning(" server ");
+  ASSERT_EQ(ps.size(), 2u) << "the run ended before its step-200 checkpoint";
+  const int64_t saved_before_kill = latest_step();
+  kill(ps[0], SIGKILL);
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(done.load()) << "the run did not end within 120 s of the kill";
+  t.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->restarts, 1);
+  ASSERT_TRUE(r->restored_from_step.has_value());
+  // The newest checkpoint when the cluster restarted: at least the one seen
+  // before the kill, well before the end.
+  EXPECT_GE(*r->restored_from_step, saved_before_kill);
+  EXPECT_LT(*r->restored_from_step, 1500);
+  EXPECT_GE(r->global_step, 1500);
+  ASSERT_TRUE(r->test_accuracy.has_value());
+  EXPECT_GT(*r->test_accuracy, 0.8);
+  EXPECT_TRUE(ChildrenRunning("graphrun").empty());  // every task process stopped
+}
+
 TEST(TrainTest, FlagErrorsAreUsageErrors) {
   EXPECT_FALSE(ParseTrainFlags({"--model=resnet"}).ok());
   EXPECT_FALSE(ParseTrainFlags({"--epochs=1", "--steps=2"}).ok());
