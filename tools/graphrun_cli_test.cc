@@ -293,7 +293,7 @@ TEST(GraphrunCliTest, TrainUsageErrorsAndBadData) {
               "last checkpoint's); give --checkpoint_dir\n");
   // Found before training: exit 1 at once, nothing on stdout.
   ExpectError({"train", "--local", "--steps=100000", "--export_graph=/nonexistent/dir/m.pb",
-               "--format=json"},
+               "--checkpoint_dir=" + TempPath("export_ckpt"), "--format=json"},
               1,
               "FailedPrecondition: train: --export_graph=/nonexistent/dir/m.pb: no directory "
               "/nonexistent/dir\n");

@@ -194,21 +194,22 @@ absl::StatusOr<TrainResult> Export(const TrainConfig& c, absl::StatusOr<TrainRes
 }  // namespace
 
 absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
-  if (!c.export_graph.empty()) {
-    // Found before training, not after it.
-    const std::filesystem::path dir = std::filesystem::path(c.export_graph).parent_path();
-    std::error_code ec;
-    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("train: --export_graph=", c.export_graph, ": no directory ", dir.string()));
-    }
-  }
   if (!c.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(c.checkpoint_dir, ec);
     if (ec) {
       return absl::FailedPreconditionError(absl::StrCat(
           "train: cannot create --checkpoint_dir=", c.checkpoint_dir, ": ", ec.message()));
+    }
+  }
+  if (!c.export_graph.empty()) {
+    // Found before training, not after it (the checkpoint directory, made
+    // above, may hold it).
+    const std::filesystem::path dir = std::filesystem::path(c.export_graph).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("train: --export_graph=", c.export_graph, ": no directory ", dir.string()));
     }
   }
   if (!c.local) {

@@ -137,7 +137,7 @@ TEST(ExportTest, FrozenGraphClassifiesAsTheTrainedModel) {
   c.local = true;
   c.steps = 150;
   c.checkpoint_dir = dir + "/ckpt";
-  c.export_graph = dir + "/mlp.pb";
+  c.export_graph = c.checkpoint_dir + "/mlp.pb";  // a directory the run makes
   auto r = Train(c, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->test_accuracy.has_value());
