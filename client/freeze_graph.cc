@@ -3,6 +3,7 @@
 #include <deque>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -62,6 +63,9 @@ absl::StatusOr<tensorflow::GraphDef> FreezeGraph(
         return absl::InvalidArgumentError(
             absl::StrCat("freeze: node '", n.name(), "' has input '", in, "', not in the graph"));
       }
+      // An ordering edge on a variable's handle orders nothing once the
+      // variable is a constant: dropped below.
+      if (absl::StartsWith(in, "^") && it->second->op() == "VarHandleOp") continue;
       if (it->second->op() == "VarHandleOp") {
         return absl::InvalidArgumentError(
             absl::StrCat("freeze: node '", n.name(), "' (op ", n.op(), ") uses variable '", src,
@@ -73,6 +77,7 @@ absl::StatusOr<tensorflow::GraphDef> FreezeGraph(
 
   tensorflow::GraphDef out;
   *out.mutable_versions() = graph.versions();
+  *out.mutable_library() = graph.library();
   for (const auto& n : graph.node()) {
     if (!needed.contains(n.name())) continue;
     tensorflow::NodeDef* copy = out.add_node();
@@ -80,6 +85,11 @@ absl::StatusOr<tensorflow::GraphDef> FreezeGraph(
     if (read == read_of.end()) {
       *copy = n;
       copy->clear_device();
+      copy->clear_input();
+      for (const std::string& in : n.input()) {
+        if (!needed.contains(std::string(InputNode(in)))) continue;  // a ^variable
+        copy->add_input(in);
+      }
       continue;
     }
     auto value = values.find(read->second);

@@ -59,6 +59,26 @@ TEST(FreezeGraphTest, VariablesBecomeTheirValuesAndTheRestIsPruned) {
   EXPECT_EQ(f[1], -0.5f);  // 0.25 * -4 + 0.5
 }
 
+// An ordering edge on a variable's handle is dropped with the variable;
+// the function library is kept (frozen nodes may call functions).
+TEST(FreezeGraphTest, ControlEdgesOnVariablesDropAndTheLibraryStays) {
+  Model m;
+  ops::Identity(m.root.WithOpName("z").WithControlDependencies({m.w->handle().op()}), m.x);
+  auto gd = m.root.ToGraphDef();
+  ASSERT_TRUE(gd.ok()) << gd.status();
+  gd->mutable_library()->add_function()->mutable_signature()->set_name("helper");
+  auto frozen = FreezeGraph(*gd, {"z"}, {});
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  ASSERT_EQ(frozen->node_size(), 2);  // x and z
+  for (const auto& n : frozen->node()) {
+    if (n.name() == "z") {
+      EXPECT_THAT(n.input(), ::testing::ElementsAre("x"));
+    }
+  }
+  ASSERT_EQ(frozen->library().function_size(), 1);
+  EXPECT_EQ(frozen->library().function(0).signature().name(), "helper");
+}
+
 TEST(FreezeGraphTest, ErrorsNameTheOutputVariableOrNode) {
   Model m;
   auto gd = m.root.ToGraphDef();

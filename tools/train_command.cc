@@ -146,7 +146,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
           absl::StrCat("--strategy: '", c.strategy,
                        "' is not one train can use (balanced, greedy_bytes, round_robin)"));
     }
-    if (std::getenv("TF_CONFIG") == nullptr) {
+    if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config == nullptr || !*tf_config) {
       auto per_replica = data::PerReplicaBatchSize(c.batch_size, c.workers);
       if (!per_replica.ok()) {
         return absl::InvalidArgumentError(
@@ -239,6 +239,7 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
         c.checkpoint_dir.empty()) {
       break;
     }
+    if (c.stop != nullptr && c.stop->load()) break;
     absl::StatusOr<std::string> latest = client::Saver::LatestCheckpoint(c.checkpoint_dir);
     if (!latest.ok()) break;
     if (restarts == c.max_restarts) {

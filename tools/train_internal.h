@@ -102,8 +102,8 @@ absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::s
                                               std::ostream* log);
 
 // Default: one process per task (train_processes.cc). When the run failed
-// because a task's process died, the error carries kTaskDiedPayload (the
-// task's name).
+// because a task was lost (a PS process exited, a worker was killed by a
+// signal), the error carries kTaskDiedPayload (the task's name).
 absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostream* log);
 inline constexpr char kTaskDiedPayload[] = "graphrun/train/task_died";
 

@@ -86,6 +86,13 @@ absl::Status StartTaskProcesses(const TrainConfig& c, const std::string& binary,
   return absl::OkStatus();
 }
 
+// A task lost to the run rather than failed by it: any PS exit, or a
+// worker killed by a signal. A worker that exits with an error (bad data,
+// a failing kernel) would fail again after a restart.
+bool Lost(const ChildProcess& child) {
+  return absl::StartsWith(child.task, "/job:ps/") || WIFSIGNALED(child.exit_status);
+}
+
 // One process per task on loopback ports: `graphrun server` for each PS,
 // `graphrun train` with TF_CONFIG for workers 1..M-1 (output in a log file
 // each), and worker 0, the chief, in this process. A task that dies ends
@@ -159,7 +166,7 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
           if (child.pid <= 0 || !Reap(child)) continue;
           const bool ps = absl::StartsWith(child.task, "/job:ps/");
           if (ps || !WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
-            if (died.empty()) died = child.task;
+            if (died.empty() && Lost(child)) died = child.task;
             std::string last = LastLine(child.log_file);
             control.Abort(absl::UnavailableError(
                 absl::StrCat("train: task ", child.task, " exited (status ", child.exit_status, ")",
@@ -182,8 +189,7 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
     while (died.empty() && std::chrono::steady_clock::now() < until) {
       for (ChildProcess& child : children) {
         if (child.pid <= 0 || !Reap(child)) continue;
-        const bool ps = absl::StartsWith(child.task, "/job:ps/");
-        if (ps || !WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
+        if (Lost(child)) {
           died = child.task;
           break;
         }

@@ -184,14 +184,15 @@ class SlowHook : public TrainingHook {
   std::chrono::milliseconds sleep_;
 };
 
-// save_checkpoint_secs alone: steps of >= 200 ms against a 0.5 s period
-// save after every third step (2 steps are 0.4 s plus the steps' own few
-// ms), timed from the first step and then from each save; the end adds
-// the last step's checkpoint.
+// save_checkpoint_secs alone: steps of >= 300 ms against a 0.5 s period
+// save after every second step (one step is 0.3 s plus its own few ms: a
+// step would have to run 200 ms late to save early; sleeps never run
+// short), timed from the first step and then from each save. The last
+// step's save by time is the end checkpoint.
 TEST(TrainingLoopTest, SavesByTimeAlone) {
   std::string dir = TempDir();
   Linear m;
-  auto hook = std::make_shared<SlowHook>(dir, std::chrono::milliseconds(200));
+  auto hook = std::make_shared<SlowHook>(dir, std::chrono::milliseconds(300));
   TrainingLoopOptions o;
   o.checkpoint_dir = dir;
   o.save_checkpoint_steps = 0;
@@ -205,16 +206,16 @@ TEST(TrainingLoopTest, SavesByTimeAlone) {
   auto sum = (*loop)->Run(s);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(sum.ok()) << sum.status();
-  EXPECT_GE(secs, 2.0);
+  EXPECT_GE(secs, 3.0);
   EXPECT_LT(secs, 60.0);
   EXPECT_EQ(sum->global_step, 10);
   EXPECT_EQ(sum->local_steps, 10);
-  EXPECT_EQ(CheckpointSteps(dir), (std::vector<int64_t>{3, 6, 9, 10}));
+  EXPECT_EQ(CheckpointSteps(dir), (std::vector<int64_t>{2, 4, 6, 8, 10}));
   EXPECT_EQ(Saver::StepOfPrefix(sum->last_checkpoint), 10);
   EXPECT_EQ(hook->end_checkpoint, sum->last_checkpoint);
   EXPECT_EQ(hook->global_steps, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
   // Step k's hook sees the save of the step before it, not yet its own.
-  EXPECT_EQ(hook->latest_before, (std::vector<int64_t>{-1, -1, -1, 3, 3, 3, 6, 6, 6, 9}));
+  EXPECT_EQ(hook->latest_before, (std::vector<int64_t>{-1, -1, 2, 2, 4, 4, 6, 6, 8, 8}));
 }
 
 // A save by time on the last step is not repeated at the end: the newest
@@ -222,7 +223,7 @@ TEST(TrainingLoopTest, SavesByTimeAlone) {
 TEST(TrainingLoopTest, SaveByTimeOnTheLastStepIsTheEndCheckpoint) {
   std::string dir = TempDir();
   Linear m;
-  auto hook = std::make_shared<SlowHook>(dir, std::chrono::milliseconds(200));
+  auto hook = std::make_shared<SlowHook>(dir, std::chrono::milliseconds(300));
   TrainingLoopOptions o;
   o.checkpoint_dir = dir;
   o.save_checkpoint_secs = 0.5;
@@ -234,7 +235,7 @@ TEST(TrainingLoopTest, SaveByTimeOnTheLastStepIsTheEndCheckpoint) {
   auto sum = (*loop)->Run(s);
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(sum->global_step, 6);
-  EXPECT_EQ(CheckpointSteps(dir), (std::vector<int64_t>{3, 6}));
+  EXPECT_EQ(CheckpointSteps(dir), (std::vector<int64_t>{2, 4, 6}));
   EXPECT_EQ(Saver::StepOfPrefix(sum->last_checkpoint), 6);
 }
 

@@ -123,7 +123,7 @@ struct TfConfigRun {
 };
 
 // Starts the ps (`graphrun train` with a ps TF_CONFIG serves as a server),
-// waits until it listens, then the chief and the worker with `train_args`
+// waits until it listens, then the worker and the chief with `train_args`
 // (+ --checkpoint_dir=`ckpt` for both: only the chief saves); waits for both
 // to exit within `timeout`, then stops the ps.
 void RunTfConfigCluster(const std::vector<std::string>& train_args, const std::string& ckpt,
@@ -142,8 +142,10 @@ void RunTfConfigCluster(const std::vector<std::string>& train_args, const std::s
   args.insert(args.end(), train_args.begin(), train_args.end());
   args.push_back("--checkpoint_dir=" + ckpt);
   args.push_back("--format=json");
-  size_t chief = children.Start("/job:chief/task:0", args, {TfConfig(*ports, "chief", 0)}, logs);
+  // The worker first: it waits for the chief's initialization, so it is
+  // ready before the chief's first step.
   size_t worker = children.Start("/job:worker/task:0", args, {TfConfig(*ports, "worker", 0)}, logs);
+  size_t chief = children.Start("/job:chief/task:0", args, {TfConfig(*ports, "chief", 0)}, logs);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool chief_done = WaitForExit(children.all[chief], deadline);
   bool worker_done = WaitForExit(children.all[worker], deadline);

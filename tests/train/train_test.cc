@@ -278,6 +278,19 @@ std::vector<pid_t> ChildrenRunning(const std::string& word) {
   return out;
 }
 
+// Joins a thread running Train whatever the test's outcome: a test that
+// fails early (an ASSERT) first asks the run to stop, so the thread is
+// never left joinable.
+struct JoinOnExit {
+  std::thread& t;
+  std::atomic<bool>& stop;
+  ~JoinOnExit() {
+    if (!t.joinable()) return;
+    stop = true;
+    t.join();
+  }
+};
+
 // Synchronous training, one process per task: killing worker 1 ends the
 // run quickly with Unavailable naming it (the chief is blocked waiting for
 // worker 1's gradients when it dies).
@@ -288,10 +301,13 @@ TEST(TrainTest, DyingWorkerEndsTheRunNamingIt) {
   c.steps = 1000000;
   absl::StatusOr<TrainResult> r = absl::UnknownError("not run");
   std::atomic<bool> done{false};
+  std::atomic<bool> stop{false};
+  c.stop = &stop;
   std::thread t([&] {
     r = Train(c, nullptr);
     done = true;
   });
+  JoinOnExit join_on_exit{t, stop};
   // Worker 1 is the child running `graphrun train`; let it train a moment.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::vector<pid_t> workers;
@@ -327,10 +343,13 @@ TEST(TrainTest, DeadPsIsRecoveredFromTheLastCheckpoint) {
   c.save_checkpoint_steps = 100;
   absl::StatusOr<TrainResult> r = absl::UnknownError("not run");
   std::atomic<bool> done{false};
+  std::atomic<bool> stop{false};
+  c.stop = &stop;
   std::thread t([&] {
     r = Train(c, nullptr);
     done = true;
   });
+  JoinOnExit join_on_exit{t, stop};
   auto latest_step = [&] {
     auto l = client::Saver::LatestCheckpoint(dir);
     return l.ok() ? client::Saver::StepOfPrefix(*l) : int64_t{-1};
