@@ -4,10 +4,10 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/strings/strip.h"
+#include "graph/node_def_util.h"
+#include "graph/status.h"
 #include "graph/types.h"
 
 namespace graphrun {
@@ -15,14 +15,9 @@ namespace client {
 namespace {
 
 // The node an input string ("^ctrl", "name:1", "name") names.
-absl::string_view InputNode(absl::string_view input) {
-  if (absl::ConsumePrefix(&input, "^")) return input;
-  size_t colon = input.rfind(':');
-  int index;
-  if (colon != absl::string_view::npos && absl::SimpleAtoi(input.substr(colon + 1), &index)) {
-    return input.substr(0, colon);
-  }
-  return input;
+absl::StatusOr<std::string> InputNode(absl::string_view input) {
+  GR_ASSIGN_OR_RETURN(TensorId id, ParseTensorName(input));
+  return std::move(id.node);
 }
 
 }  // namespace
@@ -38,7 +33,7 @@ absl::StatusOr<tensorflow::GraphDef> FreezeGraph(
   absl::flat_hash_set<std::string> needed;
   std::deque<std::string> queue;
   for (const std::string& o : outputs) {
-    std::string name(InputNode(o));
+    GR_ASSIGN_OR_RETURN(std::string name, InputNode(o));
     if (!by_name.contains(name)) {
       return absl::NotFoundError(absl::StrCat("freeze: output '", o, "' is not in the graph"));
     }
@@ -49,7 +44,7 @@ absl::StatusOr<tensorflow::GraphDef> FreezeGraph(
     const tensorflow::NodeDef& n = *by_name[queue.front()];
     queue.pop_front();
     if (n.op() == "ReadVariableOp" && n.input_size() >= 1) {
-      std::string var(InputNode(n.input(0)));
+      GR_ASSIGN_OR_RETURN(std::string var, InputNode(n.input(0)));
       auto it = by_name.find(var);
       if (it != by_name.end() && it->second->op() == "VarHandleOp") {
         read_of[n.name()] = var;
@@ -57,7 +52,7 @@ absl::StatusOr<tensorflow::GraphDef> FreezeGraph(
       }
     }
     for (const std::string& in : n.input()) {
-      std::string src(InputNode(in));
+      GR_ASSIGN_OR_RETURN(std::string src, InputNode(in));
       auto it = by_name.find(src);
       if (it == by_name.end()) {
         return absl::InvalidArgumentError(
@@ -87,7 +82,7 @@ absl::StatusOr<tensorflow::GraphDef> FreezeGraph(
       copy->clear_device();
       copy->clear_input();
       for (const std::string& in : n.input()) {
-        if (!needed.contains(std::string(InputNode(in)))) continue;  // a ^variable
+        if (!needed.contains(*InputNode(in))) continue;  // a ^variable (parsed above)
         copy->add_input(in);
       }
       continue;

@@ -507,27 +507,23 @@ absl::StatusOr<std::shared_ptr<R>> LookupRefHandle(const OpKernel& k, OpKernelCo
 // How a kernel finds its accumulator at input 0: the dense one by its
 // resource handle or by its ref string handle, the sparse one by its ref;
 // AccumulatorNumAccumulated and AccumulatorSetGlobalStep take either ref.
-struct DenseAccess {
-  using Resource = Accumulator;
-  static absl::StatusOr<std::shared_ptr<Accumulator>> Lookup(const OpKernel& k,
-                                                             OpKernelContext* ctx) {
-    return LookupHandle<Accumulator>(k, ctx);
+template <typename R>
+struct HandleAccess {
+  using Resource = R;
+  static absl::StatusOr<std::shared_ptr<R>> Lookup(const OpKernel& k, OpKernelContext* ctx) {
+    return LookupHandle<R>(k, ctx);
   }
 };
-struct DenseRefAccess {
-  using Resource = Accumulator;
-  static absl::StatusOr<std::shared_ptr<Accumulator>> Lookup(const OpKernel& k,
-                                                             OpKernelContext* ctx) {
-    return LookupRefHandle<Accumulator>(k, ctx);
+template <typename R>
+struct RefAccess {
+  using Resource = R;
+  static absl::StatusOr<std::shared_ptr<R>> Lookup(const OpKernel& k, OpKernelContext* ctx) {
+    return LookupRefHandle<R>(k, ctx);
   }
 };
-struct SparseAccess {
-  using Resource = SparseAccumulator;
-  static absl::StatusOr<std::shared_ptr<SparseAccumulator>> Lookup(const OpKernel& k,
-                                                                   OpKernelContext* ctx) {
-    return LookupRefHandle<SparseAccumulator>(k, ctx);
-  }
-};
+using DenseAccess = HandleAccess<Accumulator>;
+using DenseRefAccess = RefAccess<Accumulator>;
+using SparseAccess = RefAccess<SparseAccumulator>;
 struct AnyRefAccess {
   using Resource = AccumulatorBase;
   static absl::StatusOr<std::shared_ptr<AccumulatorBase>> Lookup(const OpKernel& k,

@@ -37,15 +37,13 @@
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
 
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
 #include "kernels/all_kernels.h"
 #include "kernels/array_util.h"
 #include "kernels/cwise_util.h"
+#include "kernels/denormal.h"
 
 namespace graphrun {
 namespace {
@@ -134,22 +132,6 @@ absl::StatusOr<T> ScalarInput(const OpKernel& k, OpKernelContext* ctx, int i,
   }
   return t->base<T>()[0];
 }
-
-// Sets flush-to-zero and denormals-are-zero on this thread for its
-// lifetime, restoring the previous mode after.
-class ScopedFlushDenormal {
- public:
-#if defined(__SSE__)
-  ScopedFlushDenormal() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtzDaz); }
-  ~ScopedFlushDenormal() { _mm_setcsr(saved_); }
-
- private:
-  static constexpr unsigned kFtzDaz = 0x8040;  // FTZ (bit 15) | DAZ (bit 6)
-  const unsigned saved_;
-#else
-  ScopedFlushDenormal() {}  // not an unused trivial variable
-#endif
-};
 
 // ---------------------------------------------------------------------------
 // Update rules. Each rule's Fn<T>::Block updates kBlock elements of the

@@ -7,13 +7,10 @@
 #include <map>
 #include <thread>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
-
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/denormal.h"
 #include "kernels/variable.h"
 
 namespace graphrun {
@@ -108,24 +105,6 @@ struct TaggedNode {
 };
 
 using ReadyList = absl::InlinedVector<TaggedNode, 8>;
-
-// Kernels run with flush-to-zero and denormals-are-zero, as TensorFlow's
-// executor does: arithmetic on denormals takes a microcode assist of ~100
-// cycles per operation (optimizer slots decaying towards zero reach them).
-// Sets the mode on this thread for its lifetime and restores it after.
-class ScopedFlushDenormal {
- public:
-#if defined(__SSE__)
-  ScopedFlushDenormal() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtzDaz); }
-  ~ScopedFlushDenormal() { _mm_setcsr(saved_); }
-
- private:
-  static constexpr unsigned kFtzDaz = 0x8040;  // FTZ (bit 15) | DAZ (bit 6)
-  const unsigned saved_;
-#else
-  ScopedFlushDenormal() {}  // not an unused trivial variable
-#endif
-};
 
 using OutputList = std::vector<TensorValue>;
 

@@ -12,7 +12,6 @@
 #include "distributed/rpc/grpc_session.h"
 #include "graph/status.h"
 #include "kernels/dataset_util.h"
-#include "placement/ps_strategy.h"
 #include "tools/flags.h"
 #include "tools/server_command.h"
 #include "tools/train_internal.h"
@@ -139,13 +138,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   }
   if (!c.local) {
     // Checked here, before any task starts.
-    auto& registry = placement::PsStrategyRegistry::Default();
-    if (!registry.Contains(c.strategy) ||
-        (registry.IsGraphStrategy(c.strategy) && c.strategy != "balanced")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--strategy: '", c.strategy,
-                       "' is not one train can use (balanced, greedy_bytes, round_robin)"));
-    }
+    GR_RETURN_IF_ERROR(train_internal::CheckTrainStrategy(c.strategy));
     if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config == nullptr || !*tf_config) {
       auto per_replica = data::PerReplicaBatchSize(c.batch_size, c.workers);
       if (!per_replica.ok()) {

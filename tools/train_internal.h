@@ -55,6 +55,10 @@ class RunControl {
   std::function<void()> release_;
 };
 
+// InvalidArgument unless `name` is a PS strategy train can place variables
+// with (checked when the flags are parsed and again when planning).
+absl::Status CheckTrainStrategy(const std::string& name);
+
 // The zoo model `c.model` on `images` (as the training input pipeline
 // makes them: float, scaled to [0, 1], [N, 784] or NHWC [N, 28, 28, 1]).
 client::train::Model BuildModel(const TrainConfig& c, client::train::Layers& layers,

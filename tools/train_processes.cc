@@ -158,22 +158,26 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
   std::atomic<bool> chief_done{false};
   std::string died;  // guarded by children_mu
   std::mutex children_mu;
+  // Reaps the children that exited: one that failed (any PS exit, a
+  // worker's error or signal) ends the run, naming it; a lost one is
+  // remembered for a restart.
+  auto scan = [&] {
+    std::lock_guard<std::mutex> l(children_mu);
+    for (ChildProcess& child : children) {
+      if (child.pid <= 0 || !Reap(child)) continue;
+      const bool ps = absl::StartsWith(child.task, "/job:ps/");
+      if (ps || !WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
+        if (died.empty() && Lost(child)) died = child.task;
+        std::string last = LastLine(child.log_file);
+        control.Abort(absl::UnavailableError(
+            absl::StrCat("train: task ", child.task, " exited (status ", child.exit_status, ")",
+                         last.empty() ? "" : ": ", last, " (log: ", child.log_file, ")")));
+      }
+    }
+  };
   std::thread monitor([&] {
     while (!chief_done.load()) {
-      {
-        std::lock_guard<std::mutex> l(children_mu);
-        for (ChildProcess& child : children) {
-          if (child.pid <= 0 || !Reap(child)) continue;
-          const bool ps = absl::StartsWith(child.task, "/job:ps/");
-          if (ps || !WIFEXITED(child.exit_status) || WEXITSTATUS(child.exit_status) != 0) {
-            if (died.empty() && Lost(child)) died = child.task;
-            std::string last = LastLine(child.log_file);
-            control.Abort(absl::UnavailableError(
-                absl::StrCat("train: task ", child.task, " exited (status ", child.exit_status, ")",
-                             last.empty() ? "" : ": ", last, " (log: ", child.log_file, ")")));
-          }
-        }
-      }
+      scan();
       if (c.stop != nullptr && c.stop->load()) control.Abort(absl::CancelledError("stopped"));
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -182,20 +186,12 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
       TrainTask(c, spec, "worker", 0, log, &control, std::move(chief_server));
   chief_done = true;
   monitor.join();
-  if (!r.ok() && died.empty()) {
-    // The chief's step may fail (a peer's connection closed) before the
-    // monitor's next look: a task that died is named within a second.
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (died.empty() && std::chrono::steady_clock::now() < until) {
-      for (ChildProcess& child : children) {
-        if (child.pid <= 0 || !Reap(child)) continue;
-        if (Lost(child)) {
-          died = child.task;
-          break;
-        }
-      }
-      if (died.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+  // The chief's step may fail (a peer's connection closed) before the
+  // monitor's next look: a task that died is named within a second.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!r.ok() && died.empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    scan();
   }
   if (!r.ok() && !died.empty()) {
     absl::Status why = r.status();

@@ -152,6 +152,18 @@ std::unique_ptr<train::Optimizer> MakeOptimizer(const TrainConfig& c) {
 
 }  // namespace
 
+absl::Status CheckTrainStrategy(const std::string& name) {
+  // Per-node strategies place each variable as it is built; of the
+  // whole-graph ones only balanced, which train plans over the forward
+  // graph, can.
+  auto& registry = placement::PsStrategyRegistry::Default();
+  if (!registry.Contains(name) || (registry.IsGraphStrategy(name) && name != "balanced")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--strategy: '", name, "' is not one train can use (balanced, greedy_bytes, round_robin)"));
+  }
+  return absl::OkStatus();
+}
+
 train::Model BuildModel(const TrainConfig& c, train::Layers& layers, const Output& images,
                         const Output& labels, bool training) {
   if (c.model == "cnn") {
@@ -174,19 +186,6 @@ struct ReplicaSpec {
   std::string worker_device;                               // "/job:worker/task:1"
   std::map<std::string, std::vector<int64_t>> partitions;  // variable -> part rows
 };
-
-// A session of a between-graph replica: on its task's server, seeing only
-// the PS tasks and its own task (TensorFlow's device_filters for
-// ParameterServerStrategy), so it neither waits for nor depends on the
-// other workers or the chief: a worker that starts after the chief has
-// finished still finds the variables and stops.
-SessionOptions ReplicaSessionOptions(const std::string& target, const std::string& worker_device) {
-  SessionOptions so;
-  so.target = target;
-  so.config.add_device_filters("/job:ps");
-  so.config.add_device_filters(worker_device);
-  return so;
-}
 
 // Builds replica `r`'s graph (and, on the chief, the evaluation tower).
 absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
@@ -250,7 +249,7 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
   if (with_loop) {
     loop_opts.is_chief = r.chief;
     if (g->sync != nullptr) {
-      SessionOptions qr = ReplicaSessionOptions(r.target, r.worker_device);
+      SessionOptions qr = train::ReplicaSessionOptions(r.target, r.worker_device);
       g->sync_hook = std::make_shared<client::SyncReplicasHook>(g->sync.get(), g->root, qr);
       loop_opts.hooks.push_back(g->sync_hook);
       // A synchronous step waits for every replica: bound it, so a dead
@@ -312,27 +311,27 @@ class ClusterProgress {
         steps_per_epoch_(steps_per_epoch < 1 ? 1 : steps_per_epoch),
         examples_per_update_(examples_per_update) {}
   void Print(const client::StepInfo& step) {
-    if (log_ == nullptr) return;
+    if (log_ == nullptr || step.local_step % every_ != 0) return;
     std::lock_guard<std::mutex> l(mu_);
-    if (step.local_step % every_ != 0) {
-      last_unprinted_ = step;
-      return;
-    }
     PrintLocked(step);
   }
-  // The last step, if its line was not printed (the run stopped between
-  // two lines).
-  void Finish() {
-    if (log_ == nullptr) return;
+  // The loop's last step, if its line was not printed (the run stopped
+  // between two lines).
+  void Finish(const client::TrainingSummary& summary) {
+    if (log_ == nullptr || summary.local_steps == 0 || summary.local_steps % every_ == 0) return;
+    client::StepInfo last;
+    last.local_step = summary.local_steps;
+    last.global_step = summary.global_step;
+    last.epoch = summary.epochs_completed;
+    last.metrics = summary.last_metrics;
+    last.examples = summary.examples;
+    last.seconds = summary.seconds;
     std::lock_guard<std::mutex> l(mu_);
-    if (!last_unprinted_.has_value()) return;
-    const client::StepInfo step = *std::move(last_unprinted_);
-    PrintLocked(step);
+    PrintLocked(last);
   }
 
  private:
   void PrintLocked(const client::StepInfo& step) {
-    last_unprinted_.reset();
     auto now = std::chrono::steady_clock::now();
     if (!started_) {
       // The first step's start, as the loop measured it.
@@ -368,7 +367,6 @@ class ClusterProgress {
   bool started_ = false;
   std::chrono::steady_clock::time_point last_time_;
   int64_t last_global_ = 0;
-  std::optional<client::StepInfo> last_unprinted_;
 };
 
 class ProgressHook : public client::TrainingHook {
@@ -383,9 +381,8 @@ class ProgressHook : public client::TrainingHook {
       progress_->Print(step);
     }
   }
-  absl::Status AfterLoop(const ClientSession&) override {
-    if (chief_) progress_->Finish();
-    return absl::OkStatus();
+  void End(const client::TrainingSummary& summary) override {
+    if (chief_) progress_->Finish(summary);
   }
   std::optional<double> first_loss;
 
@@ -450,10 +447,8 @@ struct VariablePlan {
 // are built partitioned (each part with its own optimizer slots, on the
 // task the plan gives that shard), the others go where the plan puts them.
 absl::StatusOr<VariablePlan> PlanVariables(const TrainConfig& c, int num_ps, int num_workers) {
+  GR_RETURN_IF_ERROR(CheckTrainStrategy(c.strategy));
   auto& registry = placement::PsStrategyRegistry::Default();
-  if (!registry.Contains(c.strategy)) {
-    return absl::InvalidArgumentError(absl::StrCat("train: unknown --strategy=", c.strategy));
-  }
   VariablePlan out;
   if (!registry.IsGraphStrategy(c.strategy)) {
     std::string name = c.strategy;
@@ -463,11 +458,6 @@ absl::StatusOr<VariablePlan> PlanVariables(const TrainConfig& c, int num_ps, int
           *placement::PsStrategyRegistry::Default().Create(name, num_ps));
     };
     return out;
-  }
-  if (c.strategy != "balanced") {
-    return absl::InvalidArgumentError(absl::StrCat("train: whole-graph strategy '", c.strategy,
-                                                   "' cannot place variables at build time; "
-                                                   "use balanced, greedy_bytes or round_robin"));
   }
   const int64_t batch = std::max<int64_t>(1, c.batch_size / num_workers);
   GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def, ForwardGraph(c, batch));
@@ -659,7 +649,9 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
   }
   std::vector<std::unique_ptr<ClientSession>> sessions;
   for (size_t i = 0; i < graphs.size(); ++i) {
-    SessionOptions so = ReplicaSessionOptions(targets[i], worker_devices[i]);
+    // Each replica's session sees the PS tasks and its own task only, so
+    // tasks of a cluster may start in any order.
+    SessionOptions so = train::ReplicaSessionOptions(targets[i], worker_devices[i]);
     sessions.push_back(std::make_unique<ClientSession>(graphs[i]->root, so));
   }
   if (chief_at > 0) {  // RunReplicas reads the chief at index 0

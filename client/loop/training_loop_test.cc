@@ -10,6 +10,7 @@
 
 #include "client/ops.h"
 #include "client/train/optimizers.h"
+#include "graph/status.h"
 #include "gtest/gtest.h"
 
 namespace graphrun {
@@ -184,6 +185,22 @@ class SlowHook : public TrainingHook {
   std::chrono::milliseconds sleep_;
 };
 
+// A loop to `last_step` whose steps `hook` slows, checkpointing every
+// 0.5 s (not by steps) into `dir`.
+absl::StatusOr<TrainingSummary> RunSavingByTime(const std::string& dir, int64_t last_step,
+                                                std::shared_ptr<SlowHook> hook) {
+  Linear m;
+  TrainingLoopOptions o;
+  o.checkpoint_dir = dir;
+  o.save_checkpoint_steps = 0;
+  o.save_checkpoint_secs = 0.5;
+  o.last_step = last_step;
+  o.hooks = {std::move(hook)};
+  GR_ASSIGN_OR_RETURN(auto loop, TrainingLoop::Create(m.root, m.graph, o));
+  ClientSession s(m.root);
+  return loop->Run(s);
+}
+
 // save_checkpoint_secs alone: steps of >= 300 ms against a 0.5 s period
 // save after every second step (one step is 0.3 s plus its own few ms: a
 // step would have to run 200 ms late to save early; sleeps never run
@@ -191,19 +208,9 @@ class SlowHook : public TrainingHook {
 // step's save by time is the end checkpoint.
 TEST(TrainingLoopTest, SavesByTimeAlone) {
   std::string dir = TempDir();
-  Linear m;
   auto hook = std::make_shared<SlowHook>(dir, std::chrono::milliseconds(300));
-  TrainingLoopOptions o;
-  o.checkpoint_dir = dir;
-  o.save_checkpoint_steps = 0;
-  o.save_checkpoint_secs = 0.5;
-  o.last_step = 10;
-  o.hooks = {hook};
-  auto loop = TrainingLoop::Create(m.root, m.graph, o);
-  ASSERT_TRUE(loop.ok()) << loop.status();
-  ClientSession s(m.root);
   auto start = std::chrono::steady_clock::now();
-  auto sum = (*loop)->Run(s);
+  auto sum = RunSavingByTime(dir, 10, hook);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_GE(secs, 3.0);
@@ -222,17 +229,8 @@ TEST(TrainingLoopTest, SavesByTimeAlone) {
 // prefix is that step's and the directory holds it once.
 TEST(TrainingLoopTest, SaveByTimeOnTheLastStepIsTheEndCheckpoint) {
   std::string dir = TempDir();
-  Linear m;
-  auto hook = std::make_shared<SlowHook>(dir, std::chrono::milliseconds(300));
-  TrainingLoopOptions o;
-  o.checkpoint_dir = dir;
-  o.save_checkpoint_secs = 0.5;
-  o.last_step = 6;
-  o.hooks = {hook};
-  auto loop = TrainingLoop::Create(m.root, m.graph, o);
-  ASSERT_TRUE(loop.ok()) << loop.status();
-  ClientSession s(m.root);
-  auto sum = (*loop)->Run(s);
+  auto sum =
+      RunSavingByTime(dir, 6, std::make_shared<SlowHook>(dir, std::chrono::milliseconds(300)));
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(sum->global_step, 6);
   EXPECT_EQ(CheckpointSteps(dir), (std::vector<int64_t>{2, 4, 6}));

@@ -52,11 +52,11 @@ absl::StatusOr<ParameterServerStrategy> ParameterServerStrategy::FromTfConfig(
   return Create(cfg.cluster, cfg.task_type, cfg.task_index, options);
 }
 
-SessionOptions ParameterServerStrategy::session_options() const {
+SessionOptions ReplicaSessionOptions(const std::string& target, const std::string& worker_device) {
   SessionOptions o;
-  o.target = target_;
+  o.target = target;
   o.config.add_device_filters("/job:ps");
-  o.config.add_device_filters(worker_device_);
+  o.config.add_device_filters(worker_device);
   return o;
 }
 

@@ -33,6 +33,12 @@ namespace graphrun {
 namespace client {
 namespace train {
 
+// Options of a between-graph replica's session on `target`
+// ("grpc://host:port", its task's server) that sees only the PS tasks and
+// `worker_device` (device_filters, as TensorFlow sets them): it never
+// waits for, or fails with, the chief or the other workers.
+SessionOptions ReplicaSessionOptions(const std::string& target, const std::string& worker_device);
+
 struct ParameterServerStrategyOptions {
   // How variables are spread over the PS tasks: a per-node strategy of
   // placement::PsStrategyRegistry ("round_robin", "greedy_bytes", …).
@@ -58,11 +64,8 @@ class ParameterServerStrategy {
   bool is_chief() const { return is_chief_; }
   // "/job:worker/task:1": where this replica's ops run.
   const std::string& worker_device() const { return worker_device_; }
-  // Options of a session on this task's own server ("grpc://host:port")
-  // that sees only the PS tasks and this task (device_filters, as
-  // TensorFlow sets them): it never waits for, or fails with, the chief or
-  // the other workers.
-  SessionOptions session_options() const;
+  // ReplicaSessionOptions for this task's own server and this task.
+  SessionOptions session_options() const { return ReplicaSessionOptions(target_, worker_device_); }
 
   // `root` with the replica device function: variables (and the other
   // ps ops) on the PS tasks, every other op on worker_device().

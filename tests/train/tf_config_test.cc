@@ -122,6 +122,19 @@ struct TfConfigRun {
   std::string ps_log, chief_log, worker_log;
 };
 
+// Starts ps:0 of the cluster on `ports` (`graphrun train` with a ps
+// TF_CONFIG serves as a server) and waits until it listens.
+absl::Status StartPs(Children& children, const std::vector<int>& ports, const std::string& logs) {
+  size_t ps =
+      children.Start("/job:ps/task:0", {"train"}, {TfConfig(ports, "ps", 0)}, logs, ports[0]);
+  std::vector<ChildProcess> ps_only = {children.all[ps]};
+  absl::Status listening = WaitUntilListening(ps_only, 30000);
+  children.all[ps] = ps_only[0];
+  if (listening.ok()) return listening;
+  return absl::Status(listening.code(),
+                      absl::StrCat(listening.message(), "\n", ReadFile(children.all[ps].log_file)));
+}
+
 // Starts the ps (`graphrun train` with a ps TF_CONFIG serves as a server),
 // waits until it listens, then the worker and the chief with `train_args`
 // (+ --checkpoint_dir=`ckpt` for both: only the chief saves); waits for both
@@ -132,12 +145,9 @@ void RunTfConfigCluster(const std::vector<std::string>& train_args, const std::s
   absl::StatusOr<std::vector<int>> ports = PickFreePorts(3);
   ASSERT_TRUE(ports.ok()) << ports.status();
   Children children;
-  size_t ps =
-      children.Start("/job:ps/task:0", {"train"}, {TfConfig(*ports, "ps", 0)}, logs, (*ports)[0]);
-  std::vector<ChildProcess> ps_only = {children.all[ps]};
-  absl::Status listening = WaitUntilListening(ps_only, 30000);
-  children.all[ps] = ps_only[0];
-  ASSERT_TRUE(listening.ok()) << listening << "\n" << ReadFile(children.all[ps].log_file);
+  absl::Status started = StartPs(children, *ports, logs);
+  ASSERT_TRUE(started.ok()) << started;
+  const size_t ps = children.all.size() - 1;
   std::vector<std::string> args = {"train"};
   args.insert(args.end(), train_args.begin(), train_args.end());
   args.push_back("--checkpoint_dir=" + ckpt);
@@ -244,10 +254,8 @@ TEST(TfConfigTest, ChiefAndWorkerDoNotWaitForEachOther) {
   absl::StatusOr<std::vector<int>> ports = PickFreePorts(3);
   ASSERT_TRUE(ports.ok()) << ports.status();
   Children children;
-  size_t ps =
-      children.Start("/job:ps/task:0", {"train"}, {TfConfig(*ports, "ps", 0)}, logs, (*ports)[0]);
-  std::vector<ChildProcess> ps_only = {children.all[ps]};
-  ASSERT_TRUE(WaitUntilListening(ps_only, 30000).ok()) << ReadFile(children.all[ps].log_file);
+  absl::Status ps = StartPs(children, *ports, logs);
+  ASSERT_TRUE(ps.ok()) << ps;
   const std::vector<std::string> args = {"train", "--data=" + std::string(kData), "--steps=40",
                                          "--checkpoint_dir=" + ckpt, "--format=json"};
   size_t chief = children.Start("/job:chief/task:0", args, {TfConfig(*ports, "chief", 0)}, logs);

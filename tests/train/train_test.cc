@@ -279,17 +279,40 @@ std::vector<pid_t> ChildrenRunning(const std::string& word) {
   return out;
 }
 
-// Joins a thread running Train whatever the test's outcome: a test that
-// fails early (an ASSERT) first asks the run to stop, so the thread is
-// never left joinable.
-struct JoinOnExit {
-  std::thread& t;
-  std::atomic<bool>& stop;
-  ~JoinOnExit() {
-    if (!t.joinable()) return;
-    stop = true;
-    t.join();
+// Train(config) on a thread of its own. The destructor asks the run to
+// stop (if it still runs) and joins it, so a test that fails early (an
+// ASSERT) never leaves the thread joinable.
+class BackgroundTrain {
+ public:
+  explicit BackgroundTrain(TrainConfig config) : config_(std::move(config)) {
+    config_.stop = &stop_;
+    thread_ = std::thread([this] {
+      result_ = Train(config_, nullptr);
+      done_ = true;
+    });
   }
+  ~BackgroundTrain() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  bool done() const { return done_.load(); }
+  // Waits (bounded) for the run to end; true when it did.
+  bool WaitFor(std::chrono::seconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done_ && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (done_ && thread_.joinable()) thread_.join();
+    return done_;
+  }
+  // REQUIRES: WaitFor returned true.
+  const absl::StatusOr<TrainResult>& result() const { return result_; }
+
+ private:
+  TrainConfig config_;
+  std::atomic<bool> stop_{false}, done_{false};
+  absl::StatusOr<TrainResult> result_ = absl::UnknownError("not run");
+  std::thread thread_;
 };
 
 // Synchronous training, one process per task: killing worker 1 ends the
@@ -300,19 +323,11 @@ TEST(TrainTest, DyingWorkerEndsTheRunNamingIt) {
   TrainConfig c = Config("");
   c.sync = true;
   c.steps = 1000000;
-  absl::StatusOr<TrainResult> r = absl::UnknownError("not run");
-  std::atomic<bool> done{false};
-  std::atomic<bool> stop{false};
-  c.stop = &stop;
-  std::thread t([&] {
-    r = Train(c, nullptr);
-    done = true;
-  });
-  JoinOnExit join_on_exit{t, stop};
+  BackgroundTrain run(c);
   // Worker 1 is the child running `graphrun train`; let it train a moment.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::vector<pid_t> workers;
-  while (workers.empty() && !done && std::chrono::steady_clock::now() < deadline) {
+  while (workers.empty() && !run.done() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     workers = ChildrenRunning(" train ");
   }
@@ -320,11 +335,9 @@ TEST(TrainTest, DyingWorkerEndsTheRunNamingIt) {
   std::this_thread::sleep_for(std::chrono::seconds(3));
   auto killed_at = std::chrono::steady_clock::now();
   kill(workers[0], SIGKILL);
-  while (!done && std::chrono::steady_clock::now() < killed_at + std::chrono::seconds(60)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(done.load()) << "the run did not end within 60 s of the kill";
-  t.join();
+  ASSERT_TRUE(run.WaitFor(std::chrono::seconds(60)))
+      << "the run did not end within 60 s of the kill";
+  const absl::StatusOr<TrainResult>& r = run.result();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
   EXPECT_NE(r.status().message().find("/job:worker/replica:0/task:1"), std::string::npos)
@@ -342,33 +355,22 @@ void RecoversFromAKilledPs(bool sync) {
   c.sync = sync;
   c.steps = 1500;
   c.save_checkpoint_steps = 100;
-  absl::StatusOr<TrainResult> r = absl::UnknownError("not run");
-  std::atomic<bool> done{false};
-  std::atomic<bool> stop{false};
-  c.stop = &stop;
-  std::thread t([&] {
-    r = Train(c, nullptr);
-    done = true;
-  });
-  JoinOnExit join_on_exit{t, stop};
+  BackgroundTrain run(c);
   auto latest_step = [&] {
     auto l = client::Saver::LatestCheckpoint(dir);
     return l.ok() ? client::Saver::StepOfPrefix(*l) : int64_t{-1};
   };
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (latest_step() < 200 && !done && std::chrono::steady_clock::now() < deadline) {
+  while (latest_step() < 200 && !run.done() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::vector<pid_t> ps = ChildrenRunning(" server ");
   ASSERT_EQ(ps.size(), 2u) << "the run ended before its step-200 checkpoint";
   const int64_t saved_before_kill = latest_step();
   kill(ps[0], SIGKILL);
-  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!done && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(done.load()) << "the run did not end within 120 s of the kill";
-  t.join();
+  ASSERT_TRUE(run.WaitFor(std::chrono::seconds(120)))
+      << "the run did not end within 120 s of the kill";
+  const absl::StatusOr<TrainResult>& r = run.result();
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->restarts, 1);
   ASSERT_TRUE(r->restored_from_step.has_value());
