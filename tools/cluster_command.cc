@@ -11,13 +11,13 @@
 #include "distributed/local_cluster.h"
 #include "graph/status.h"
 #include "tools/flags.h"
+#include "tools/launcher_link.h"
 #include "tools/process_util.h"
 
 namespace graphrun {
 namespace tools {
 namespace {
 
-constexpr int kReadyTimeoutMs = 20000;
 constexpr int kStopTimeoutMs = 5000;
 
 const FlagSet& ClusterFlagSet() {
@@ -107,47 +107,49 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
     return kExitOk;
   }
 
-  distributed::ClusterSpec spec;
+  // Each task binds a free port and reports it; then every task gets the
+  // cluster (tools/launcher_link.h).
+  distributed::ClusterSpec placeholder;
   std::vector<ChildProcess> children;
-  auto ports = PickFreePorts(static_cast<int>(*ps + *workers + *chief));
-  if (!ports.ok()) {
-    err << StatusToLine(ports.status()) << "\n";
-    return kExitFailure;
-  }
   for (const auto& [job, n] : jobs) {
     for (int i = 0; i < n; ++i) {
-      const int port = (*ports)[children.size()];
-      spec.AddTask(job, absl::StrCat("127.0.0.1:", port));
+      placeholder.AddTask(job, "127.0.0.1:0");
       ChildProcess c;
       c.task = distributed::TaskName(job, i);
-      c.port = port;
       children.push_back(c);
     }
   }
-  const std::string spec_json = spec.ToJson();
+  const std::string placeholder_json = placeholder.ToJson();
   size_t k = 0;
   for (const auto& [job, n] : jobs) {
     for (int i = 0; i < n; ++i, ++k) {
-      auto pid = SpawnProcess(
+      absl::Status spawned = SpawnTask(
           "/proc/self/exe",
-          {"server", "--cluster=" + spec_json, "--job=" + job, absl::StrCat("--task=", i),
+          {"server", "--cluster=" + placeholder_json, "--job=" + job, absl::StrCat("--task=", i),
            absl::StrCat("--cpus=", *cpus), absl::StrCat("--intra_op_threads=", *intra),
            absl::StrCat("--inter_op_threads=", *inter)},
-          {}, "");
-      if (!pid.ok()) {
-        err << "Unavailable: cluster: " << pid.status().message() << "\n";
+          {}, children[k]);
+      if (!spawned.ok()) {
+        err << "Unavailable: cluster: " << spawned.message() << "\n";
         StopProcesses(children, kStopTimeoutMs);
         return kExitFailure;
       }
-      children[k].pid = *pid;
     }
   }
-  // Ready when every task accepts connections (bounded).
-  if (absl::Status ready = WaitUntilListening(children, kReadyTimeoutMs); !ready.ok()) {
+  distributed::ClusterSpec spec;
+  absl::Status ready = CollectPorts(children, kLauncherWaitMs);
+  if (ready.ok()) {
+    for (const ChildProcess& c : children) {
+      spec.AddTask(distributed::ParseTaskName(c.task)->job, absl::StrCat("127.0.0.1:", c.port));
+    }
+    ready = SendCluster(children, spec);
+  }
+  if (!ready.ok()) {
     err << absl::StatusCodeToString(ready.code()) << ": cluster: " << ready.message() << "\n";
     StopProcesses(children, kStopTimeoutMs);
     return kExitFailure;
   }
+  const std::string spec_json = spec.ToJson();
   out << spec_json << std::endl;
   int exit_code = kExitOk;
   while (true) {

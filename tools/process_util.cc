@@ -1,11 +1,8 @@
 #include "tools/process_util.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,53 +19,9 @@ extern char** environ;
 namespace graphrun {
 namespace tools {
 
-absl::StatusOr<std::vector<int>> PickFreePorts(int n) {
-  std::vector<int> fds, ports;
-  absl::Status status;
-  for (int i = 0; i < n && status.ok(); ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) {
-      status = absl::UnavailableError("socket() failed");
-      break;
-    }
-    fds.push_back(fd);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof(addr);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      status = absl::UnavailableError("cannot bind a loopback port");
-      break;
-    }
-    ports.push_back(ntohs(addr.sin_port));
-  }
-  for (int fd : fds) close(fd);
-  if (!status.ok()) return status;
-  return ports;
-}
-
-absl::StatusOr<int> PickFreePort() {
-  GR_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(1));
-  return ports[0];
-}
-
-bool AcceptsConnections(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
 absl::StatusOr<pid_t> SpawnProcess(const std::string& binary, const std::vector<std::string>& args,
-                                   const std::vector<std::string>& env,
-                                   const std::string& log_file) {
+                                   const std::vector<std::string>& env, const std::string& log_file,
+                                   int child_fd) {
   // Everything the child needs, built before fork().
   std::vector<std::string> argv_s = {binary};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -104,6 +57,11 @@ absl::StatusOr<pid_t> SpawnProcess(const std::string& binary, const std::vector<
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
     }
+    if (child_fd == 3) {
+      fcntl(3, F_SETFD, 0);  // keep it across exec
+    } else if (child_fd >= 0) {
+      dup2(child_fd, 3);  // the copy does not close on exec
+    }
     execve(binary.c_str(), argv.data(), envp.data());
     _exit(127);
   }
@@ -124,29 +82,13 @@ bool Reap(ChildProcess& c) {
   return false;
 }
 
-absl::Status WaitUntilListening(std::vector<ChildProcess>& children, int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (ChildProcess& c : children) {
-    if (c.port == 0) continue;
-    while (!AcceptsConnections(c.port)) {
-      if (Reap(c)) {
-        std::string last = c.log_file.empty() ? std::string() : LastLine(c.log_file);
-        return absl::UnavailableError(absl::StrCat("task ", c.task, " exited before listening",
-                                                   last.empty() ? "" : ": ", last));
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        return absl::DeadlineExceededError(absl::StrCat("task ", c.task, " did not listen on port ",
-                                                        c.port, " within ", timeout_ms, " ms"));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  return absl::OkStatus();
-}
-
 void StopProcesses(std::vector<ChildProcess>& children, int timeout_ms) {
-  for (const ChildProcess& c : children) {
+  for (ChildProcess& c : children) {
     if (c.pid > 0) kill(c.pid, SIGTERM);
+    if (c.launcher_fd >= 0) {
+      close(c.launcher_fd);
+      c.launcher_fd = -1;
+    }
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (ChildProcess& c : children) {

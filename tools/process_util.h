@@ -1,6 +1,7 @@
-// Child processes for local clusters: free loopback ports, spawning a
-// binary with extra environment variables and its output in a file,
-// waiting until a task listens, and stopping (SIGTERM, then SIGKILL).
+// Child processes for local clusters: spawning a binary with extra
+// environment variables and its output in a file, reaping, and stopping
+// (SIGTERM, then SIGKILL). Tasks that serve report the port they bound
+// through tools/launcher_link.h; nothing picks ports ahead.
 //
 // SpawnProcess prepares argv and envp before fork() and only calls
 // async-signal-safe functions in the child, so it may be called from a
@@ -19,38 +20,29 @@
 namespace graphrun {
 namespace tools {
 
-// A loopback port that was free a moment ago (the child binds it next).
-absl::StatusOr<int> PickFreePort();
-// `n` distinct such ports (all held open while picking).
-absl::StatusOr<std::vector<int>> PickFreePorts(int n);
-// True when something accepts connections on 127.0.0.1:port.
-bool AcceptsConnections(int port);
-
 struct ChildProcess {
   pid_t pid = 0;     // 0: not running (never started, or reaped)
   std::string task;  // "/job:ps/task:0", for messages
   int port = 0;      // 0: none
   std::string log_file;
-  int exit_status = 0;  // waitpid status once reaped
+  int exit_status = 0;   // waitpid status once reaped
+  int launcher_fd = -1;  // the launcher's end of the task's link (launcher_link.h)
 };
 
 // Starts `binary` with `args` (argv[1..]), the current environment plus
 // `env` ("NAME=value", replacing the same names), stdout and stderr to
-// `log_file` (inherited when empty). Unavailable when fork fails.
+// `log_file` (inherited when empty). `child_fd` >= 0: the child gets that
+// descriptor as descriptor 3 (kLauncherFd), its only one beyond stdio.
+// Unavailable when fork fails.
 absl::StatusOr<pid_t> SpawnProcess(const std::string& binary, const std::vector<std::string>& args,
-                                   const std::vector<std::string>& env,
-                                   const std::string& log_file);
-
-// Waits (bounded) until every child with a port accepts connections.
-// Unavailable naming the task when one exits first; DeadlineExceeded
-// naming it when it does not listen in time.
-absl::Status WaitUntilListening(std::vector<ChildProcess>& children, int timeout_ms);
+                                   const std::vector<std::string>& env, const std::string& log_file,
+                                   int child_fd = -1);
 
 // Reaps `c` if it exited (non-blocking); true if it is no longer running.
 bool Reap(ChildProcess& c);
 
 // SIGTERM to every running child, SIGKILL to those still running after
-// `timeout_ms`; reaps them all.
+// `timeout_ms`; reaps them all and closes their launcher links.
 void StopProcesses(std::vector<ChildProcess>& children, int timeout_ms);
 
 // The last non-empty line of a file ("" if none), for error messages.

@@ -9,6 +9,7 @@
 #include "distributed/rpc/grpc_server.h"
 #include "graph/status.h"
 #include "tools/flags.h"
+#include "tools/launcher_link.h"
 
 namespace graphrun {
 namespace tools {
@@ -103,15 +104,25 @@ int ServerCommand(absl::Span<const std::string> args, std::ostream& out, std::os
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  auto server = distributed::GrpcServer::Create(*options);
-  if (!server.ok()) {
-    err << StatusToLine(server.status()) << "\n";
-    return kExitUsage;
-  }
-  absl::Status started = (*server)->Start();
-  if (!started.ok()) {
-    err << StatusToLine(started) << "\n";
-    return kExitFailure;
+  absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> server;
+  if (const int launcher = TakeLauncherFd(); launcher >= 0) {
+    // Started by a local launcher: port 0, reported; the cluster comes back.
+    server = StartServerForLauncher(*options, launcher, kLauncherWaitMs);
+    if (!server.ok()) {
+      err << StatusToLine(server.status()) << "\n";
+      return kExitFailure;
+    }
+  } else {
+    server = distributed::GrpcServer::Create(*options);
+    if (!server.ok()) {
+      err << StatusToLine(server.status()) << "\n";
+      return kExitUsage;
+    }
+    absl::Status started = (*server)->Start();
+    if (!started.ok()) {
+      err << StatusToLine(started) << "\n";
+      return kExitFailure;
+    }
   }
   err << "graphrun server: task " << (*server)->task_name() << " listening on "
       << options->bind_host << ":" << (*server)->bound_port() << std::endl;

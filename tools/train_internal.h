@@ -89,6 +89,11 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
 // --in_process: every task a gRPC server in this process.
 absl::StatusOr<TrainResult> TrainInProcessCluster(const TrainConfig& c, std::ostream* log);
 
+// The server options of one task of `spec`.
+distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
+                                             const distributed::ClusterSpec& spec,
+                                             const std::string& task_type, int task_index);
+
 // The server of one task, started.
 absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> StartTaskServer(
     const TrainConfig& c, const distributed::ClusterSpec& spec, const std::string& task_type,

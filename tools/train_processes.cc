@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "distributed/cluster_spec.h"
 #include "graph/status.h"
+#include "tools/launcher_link.h"
 #include "tools/process_util.h"
 #include "tools/train_internal.h"
 #include "util/json.h"
@@ -58,30 +59,28 @@ absl::StatusOr<std::string> GraphrunBinary(const TrainConfig& c) {
 }
 
 // Starts every child: `graphrun server` for a PS, `graphrun train` with
-// TF_CONFIG for a worker.
+// TF_CONFIG for a worker, each linked to this launcher (its ports come
+// back through the link; `placeholder` has port 0 everywhere).
 absl::Status StartTaskProcesses(const TrainConfig& c, const std::string& binary,
-                                const distributed::ClusterSpec& spec,
+                                const distributed::ClusterSpec& placeholder,
                                 std::vector<ChildProcess>& children) {
-  const std::string spec_json = spec.ToJson();
+  const std::string spec_json = placeholder.ToJson();
   const int intra = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
   const int inter = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
   for (ChildProcess& child : children) {
     const bool ps = absl::StartsWith(child.task, "/job:ps/");
     const std::string task = child.task.substr(child.task.rfind(':') + 1);
-    absl::StatusOr<pid_t> pid;
     if (ps) {
-      pid = SpawnProcess(
+      GR_RETURN_IF_ERROR(SpawnTask(
           binary,
           {"server", "--cluster=" + spec_json, "--job=ps", "--task=" + task,
            absl::StrCat("--intra_op_threads=", intra), absl::StrCat("--inter_op_threads=", inter)},
-          {}, child.log_file);
+          {}, child));
     } else {
       std::string tf_config = absl::StrCat(R"({"cluster": )", spec_json,
                                            R"(, "task": {"type": "worker", "index": )", task, "}}");
-      pid = SpawnProcess(binary, TrainFlags(c), {"TF_CONFIG=" + tf_config}, child.log_file);
+      GR_RETURN_IF_ERROR(SpawnTask(binary, TrainFlags(c), {"TF_CONFIG=" + tf_config}, child));
     }
-    GR_RETURN_IF_ERROR(pid.status());
-    child.pid = *pid;
   }
   return absl::OkStatus();
 }
@@ -100,7 +99,6 @@ bool Lost(const ChildProcess& child) {
 }  // namespace
 
 absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostream* log) {
-  constexpr int kReadyTimeoutMs = 30000;
   constexpr int kStopTimeoutMs = 5000;
   constexpr int kWorkerExitTimeoutMs = 60000;
   GR_ASSIGN_OR_RETURN(std::string binary, GraphrunBinary(c));
@@ -108,43 +106,41 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
   if (mkdtemp(log_dir.data()) == nullptr) {
     return absl::FailedPreconditionError("train: cannot create a directory for the task logs");
   }
-  // Ports are picked free, then bound by the tasks: another process may
-  // take one in between, so a start that fails to listen is retried on
-  // new ports.
-  distributed::ClusterSpec spec;
+  // Every task binds a free port of its own and reports it; the cluster
+  // goes out once all are known (tools/launcher_link.h).
+  distributed::ClusterSpec placeholder;
   std::vector<ChildProcess> children;
-  std::unique_ptr<distributed::GrpcServer> chief_server;
-  absl::Status started;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    GR_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(c.ps + c.workers));
-    spec = distributed::ClusterSpec();
-    children.clear();
-    for (int i = 0; i < c.ps + c.workers; ++i) {
-      const bool ps = i < c.ps;
-      const int task = ps ? i : i - c.ps;
-      spec.AddTask(ps ? "ps" : "worker", absl::StrCat("127.0.0.1:", ports[i]));
-      if (!ps && task == 0) continue;  // the chief: this process
-      ChildProcess child;
-      child.task = distributed::TaskName(ps ? "ps" : "worker", task);
-      child.port = ports[i];
-      child.log_file = absl::StrCat(log_dir, "/", ps ? "ps" : "worker", "_", task, ".log");
-      children.push_back(child);
-    }
-    absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> server =
-        StartTaskServer(c, spec, "worker", 0);
-    if (!server.ok()) {
-      started = server.status();
-      continue;
-    }
-    chief_server = std::move(*server);
-    started = StartTaskProcesses(c, binary, spec, children);
-    if (started.ok()) started = WaitUntilListening(children, kReadyTimeoutMs);
-    if (started.ok()) break;
-    StopProcesses(children, kStopTimeoutMs);
-    chief_server->Stop();
-    chief_server.reset();
+  for (int i = 0; i < c.ps + c.workers; ++i) {
+    const bool ps = i < c.ps;
+    const int task = ps ? i : i - c.ps;
+    placeholder.AddTask(ps ? "ps" : "worker", "127.0.0.1:0");
+    if (!ps && task == 0) continue;  // the chief: this process
+    ChildProcess child;
+    child.task = distributed::TaskName(ps ? "ps" : "worker", task);
+    child.log_file = absl::StrCat(log_dir, "/", ps ? "ps" : "worker", "_", task, ".log");
+    children.push_back(child);
   }
+  distributed::ServerOptions chief_options = TaskServerOptions(c, placeholder, "worker", 0);
+  chief_options.port = 0;
+  chief_options.await_cluster = true;
+  std::unique_ptr<distributed::GrpcServer> chief_server;
+  distributed::ClusterSpec spec;
+  absl::Status started = [&]() -> absl::Status {
+    GR_ASSIGN_OR_RETURN(chief_server, distributed::GrpcServer::Create(chief_options));
+    GR_RETURN_IF_ERROR(chief_server->Start());
+    GR_RETURN_IF_ERROR(StartTaskProcesses(c, binary, placeholder, children));
+    GR_RETURN_IF_ERROR(CollectPorts(children, kLauncherWaitMs));
+    for (int i = 0; i < c.ps; ++i) spec.AddTask("ps", absl::StrCat("127.0.0.1:", children[i].port));
+    spec.AddTask("worker", absl::StrCat("127.0.0.1:", chief_server->bound_port()));
+    for (int i = c.ps; i < static_cast<int>(children.size()); ++i) {
+      spec.AddTask("worker", absl::StrCat("127.0.0.1:", children[i].port));
+    }
+    chief_server->UpdateCluster(spec);
+    return SendCluster(children, spec);
+  }();
   if (!started.ok()) {
+    StopProcesses(children, kStopTimeoutMs);
+    if (chief_server != nullptr) chief_server->Stop();
     return absl::Status(started.code(),
                         absl::StrCat("train: starting the cluster: ", started.message(),
                                      " (logs in ", log_dir, ")"));

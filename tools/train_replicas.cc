@@ -30,6 +30,7 @@
 #include "placement/placement_report.h"
 #include "placement/ps_strategy.h"
 #include "placement/replica_device_setter.h"
+#include "tools/launcher_link.h"
 #include "tools/train_internal.h"
 
 namespace graphrun {
@@ -715,17 +716,23 @@ absl::StatusOr<TrainResult> TrainInProcessCluster(const TrainConfig& c, std::ost
   return r;
 }
 
-// The server of one task, started.
-absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> StartTaskServer(
-    const TrainConfig& c, const distributed::ClusterSpec& spec, const std::string& task_type,
-    int task_index) {
+distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
+                                             const distributed::ClusterSpec& spec,
+                                             const std::string& task_type, int task_index) {
   distributed::ServerOptions so;
   so.cluster = spec;
   so.job = task_type;
   so.task = task_index;
   so.intra_op_threads = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
   so.inter_op_threads = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
-  GR_ASSIGN_OR_RETURN(auto server, distributed::GrpcServer::Create(so));
+  return so;
+}
+
+absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> StartTaskServer(
+    const TrainConfig& c, const distributed::ClusterSpec& spec, const std::string& task_type,
+    int task_index) {
+  GR_ASSIGN_OR_RETURN(auto server, distributed::GrpcServer::Create(
+                                       TaskServerOptions(c, spec, task_type, task_index)));
   GR_RETURN_IF_ERROR(server->Start());
   return server;
 }
@@ -753,8 +760,16 @@ absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::C
 absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::string& tf_config,
                                               std::ostream* log) {
   GR_ASSIGN_OR_RETURN(distributed::TfConfig cfg, distributed::ParseTfConfig(tf_config));
+  std::unique_ptr<distributed::GrpcServer> server;
+  if (const int launcher = TakeLauncherFd(); launcher >= 0) {
+    // Started by a local launcher: the cluster's ports come from it.
+    GR_ASSIGN_OR_RETURN(
+        server,
+        StartServerForLauncher(TaskServerOptions(c, cfg.cluster, cfg.task_type, cfg.task_index),
+                               launcher, kLauncherWaitMs, &cfg.cluster));
+  }
   absl::StatusOr<TrainResult> r =
-      TrainTask(c, cfg.cluster, cfg.task_type, cfg.task_index, log, nullptr);
+      TrainTask(c, cfg.cluster, cfg.task_type, cfg.task_index, log, nullptr, std::move(server));
   if (r.ok()) r->mode = "tf_config";
   return r;
 }

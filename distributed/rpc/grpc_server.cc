@@ -89,6 +89,10 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   s->worker_service_ =
       std::make_unique<GrpcWorkerService>(s->worker_.get(), options.recv_chunk_bytes);
   s->master_service_ = std::make_unique<GrpcMasterService>(s->master_.get());
+  s->gate_ = std::make_unique<ServingGate>(s->task_name_);
+  if (!options.await_cluster) s->gate_->Open();
+  s->worker_service_->set_gate(s->gate_.get());
+  s->master_service_->set_gate(s->gate_.get());
   return s;
 }
 
@@ -196,6 +200,7 @@ std::string GrpcServer::target() const {
 void GrpcServer::UpdateCluster(const ClusterSpec& cluster) {
   options_.cluster = cluster;
   worker_cache_->SetClusterSpec(cluster);
+  gate_->Open();
 }
 
 }  // namespace distributed

@@ -8,7 +8,10 @@
 //
 // Binds 127.0.0.1 unless ServerOptions::bind_host says otherwise. Port:
 // the task's address in the cluster spec, or ServerOptions::port when set
-// (0 = any free port, reported by bound_port()).
+// (0 = any free port, reported by bound_port()). With
+// ServerOptions::await_cluster, calls are answered Unavailable until
+// UpdateCluster() names the peers: a launcher learns the port a task bound
+// first and hands out the cluster after (tools/launcher_link.h).
 //
 // Thread-safe; Stop() may be called from any thread, more than once.
 #ifndef GRAPHRUN_DISTRIBUTED_RPC_GRPC_SERVER_H_
@@ -36,6 +39,7 @@ namespace distributed {
 
 class GrpcWorkerService;
 class GrpcMasterService;
+class ServingGate;
 
 struct ServerOptions {
   ClusterSpec cluster;
@@ -60,6 +64,8 @@ struct ServerOptions {
   // ResourceExhausted beyond it.
   int64_t max_recv_tensor_bytes = int64_t{8} << 30;
   int64_t control_timeout_ms = 20000;
+  // Serve only after UpdateCluster() (calls before get Unavailable).
+  bool await_cluster = false;
   const OpRegistry* op_registry = nullptr;          // null = default
   const KernelRegistry* kernel_registry = nullptr;  // null = default
 };
@@ -88,7 +94,7 @@ class GrpcServer {
   std::string target() const;
   const std::string& task_name() const { return task_name_; }
   // Replaces the peers' addresses (in-process clusters learn free ports
-  // only after every server started).
+  // only after every server started) and opens an await_cluster server.
   void UpdateCluster(const ClusterSpec& cluster);
 
   Worker* worker() { return worker_.get(); }
@@ -109,6 +115,7 @@ class GrpcServer {
   std::unique_ptr<Master> master_;
   std::unique_ptr<GrpcWorkerService> worker_service_;
   std::unique_ptr<GrpcMasterService> master_service_;
+  std::unique_ptr<ServingGate> gate_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<DataChannelServer> data_server_;
   int bound_port_ = 0;

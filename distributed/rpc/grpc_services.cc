@@ -54,8 +54,20 @@ grpc::Status Handle(grpc::ServerContext* ctx, const Req* req, Resp* resp, Fn fn)
 
 }  // namespace
 
+grpc::Status ServingGate::Closed() const {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "task " + task_ + " is starting: it has not received its cluster yet");
+}
+
+// Answers Unavailable from a handler while `gate_` is closed.
+#define GR_CHECK_GATE()                                             \
+  do {                                                              \
+    if (gate_ != nullptr && !gate_->open()) return gate_->Closed(); \
+  } while (false)
+
 #define GR_WORKER_UNARY(Method, Req, Resp)                                                       \
   grpc::Status GrpcWorkerService::Method(grpc::ServerContext* ctx, const Req* req, Resp* resp) { \
+    GR_CHECK_GATE();                                                                             \
     return Handle(ctx, req, resp, [this](const Req& r, Resp* p, StatusCallback d) {              \
       worker_->Method##Async(r, p, std::move(d));                                                \
     });                                                                                          \
@@ -71,6 +83,7 @@ GR_WORKER_UNARY(CleanupAll, CleanupAllRequest, CleanupAllResponse)
 
 grpc::Status GrpcWorkerService::GetStatus(grpc::ServerContext* ctx, const GetStatusRequest* req,
                                           GetStatusResponse* resp) {
+  GR_CHECK_GATE();
   int port = data_port_.load();
   if (port > 0) ctx->AddTrailingMetadata(kDataPortMetadataKey, std::to_string(port));
   return Handle(ctx, req, resp,
@@ -81,6 +94,7 @@ grpc::Status GrpcWorkerService::GetStatus(grpc::ServerContext* ctx, const GetSta
 
 grpc::Status GrpcWorkerService::RunGraph(grpc::ServerContext* ctx, const RunGraphRequest* req,
                                          RunGraphResponse* resp) {
+  GR_CHECK_GATE();
   CallOptions opts;
   return ToGrpcStatus(Wait(ctx, &opts, [&](StatusCallback done) {
     worker_->RunGraphAsync(&opts, *req, resp, std::move(done));
@@ -89,6 +103,7 @@ grpc::Status GrpcWorkerService::RunGraph(grpc::ServerContext* ctx, const RunGrap
 
 grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* ctx, const RecvTensorRequest* req,
                                            grpc::ServerWriter<RecvTensorChunk>* writer) {
+  GR_CHECK_GATE();
   CallOptions opts;
   RecvTensorResult result;
   absl::Status s = Wait(ctx, &opts, [&](StatusCallback done) {
@@ -131,6 +146,7 @@ grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* ctx, const RecvT
 
 #define GR_MASTER_UNARY(Method, Req, Resp)                                                       \
   grpc::Status GrpcMasterService::Method(grpc::ServerContext* ctx, const Req* req, Resp* resp) { \
+    GR_CHECK_GATE();                                                                             \
     return Handle(ctx, req, resp, [this](const Req& r, Resp* p, StatusCallback d) {              \
       master_->Method##Async(r, p, std::move(d));                                                \
     });                                                                                          \
@@ -145,11 +161,14 @@ GR_MASTER_UNARY(Reset, ResetRequest, ResetResponse)
 
 grpc::Status GrpcMasterService::RunStep(grpc::ServerContext* ctx, const RunStepRequest* req,
                                         RunStepResponse* resp) {
+  GR_CHECK_GATE();
   CallOptions opts;
   return ToGrpcStatus(Wait(ctx, &opts, [&](StatusCallback done) {
     master_->RunStepAsync(&opts, *req, resp, std::move(done));
   }));
 }
+
+#undef GR_CHECK_GATE
 
 }  // namespace distributed
 }  // namespace graphrun

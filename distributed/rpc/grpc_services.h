@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "distributed/master_interface.h"
 #include "distributed/protos/master_service.grpc.pb.h"
@@ -18,12 +19,34 @@
 namespace graphrun {
 namespace distributed {
 
+// Whether a server answers calls yet. A task started by a launcher binds
+// its port before it knows its peers' addresses; until the cluster
+// arrives, calls get Unavailable (callers retry it) instead of a task that
+// would reach the wrong peers. Thread-safe.
+class ServingGate {
+ public:
+  explicit ServingGate(std::string task) : task_(std::move(task)) {}
+  void Open() { open_.store(true); }
+  bool open() const { return open_.load(); }
+  // The status a call gets while closed.
+  grpc::Status Closed() const;
+
+ private:
+  const std::string task_;
+  std::atomic<bool> open_{false};
+};
+
 class GrpcWorkerService final : public WorkerService::Service {
  public:
   // `worker` must outlive the service. Tensors stream in `chunk_bytes`
   // pieces.
   GrpcWorkerService(WorkerInterface* worker, int64_t chunk_bytes)
       : worker_(worker), chunk_bytes_(chunk_bytes) {}
+
+  // While `gate` (owned by the server) says not ready, every call is
+  // answered Unavailable with its message: a task that has not yet
+  // received its cluster from its launcher.
+  void set_gate(const ServingGate* gate) { gate_ = gate; }
 
   // The data channel port GetStatus advertises (trailing metadata
   // kDataPortMetadataKey); 0 = none.
@@ -52,11 +75,14 @@ class GrpcWorkerService final : public WorkerService::Service {
   WorkerInterface* worker_;
   const int64_t chunk_bytes_;
   std::atomic<int> data_port_{0};
+  const ServingGate* gate_ = nullptr;
 };
 
 class GrpcMasterService final : public MasterService::Service {
  public:
   explicit GrpcMasterService(MasterInterface* master) : master_(master) {}
+  // As GrpcWorkerService::set_gate.
+  void set_gate(const ServingGate* gate) { gate_ = gate; }
 
   grpc::Status CreateSession(grpc::ServerContext* ctx, const CreateSessionRequest* req,
                              CreateSessionResponse* resp) override;
@@ -73,6 +99,7 @@ class GrpcMasterService final : public MasterService::Service {
 
  private:
   MasterInterface* master_;
+  const ServingGate* gate_ = nullptr;
 };
 
 }  // namespace distributed

@@ -17,7 +17,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/loop/saver.h"
+#include "distributed/cluster_spec.h"
+#include "graph/status.h"
 #include "gtest/gtest.h"
+#include "tools/launcher_link.h"
 #include "tools/process_util.h"
 #include "util/json.h"
 
@@ -54,22 +57,43 @@ struct Children {
   std::vector<ChildProcess> all;
   ~Children() { StopProcesses(all, 5000); }
 
-  // Starts `graphrun args...` with `env`, output to <dir>/<name>.log;
-  // returns its position in `all`.
+  // Starts `graphrun args...` with `env`, output to <dir>/<name>.log,
+  // linked to this test as its launcher (tools/launcher_link.h): it binds
+  // a free port and waits for its cluster. Returns its position in `all`.
+  // `linked` false: a plain child (no server, no link).
   size_t Start(const std::string& task, const std::vector<std::string>& args,
-               const std::vector<std::string>& env, const std::string& dir, int port = 0) {
+               const std::vector<std::string>& env, const std::string& dir, bool linked = true) {
     ChildProcess c;
     c.task = task;
-    c.port = port;
     c.log_file =
         dir + "/" + task.substr(task.rfind('/') + 1) + "_" + std::to_string(all.size()) + ".log";
-    absl::StatusOr<pid_t> pid = SpawnProcess(Graphrun(), args, env, c.log_file);
-    EXPECT_TRUE(pid.ok()) << pid.status();
-    c.pid = pid.ok() ? *pid : 0;
+    absl::Status spawned;
+    if (linked) {
+      spawned = SpawnTask(Graphrun(), args, env, c);
+    } else {
+      absl::StatusOr<pid_t> pid = SpawnProcess(Graphrun(), args, env, c.log_file);
+      spawned = pid.status();
+      c.pid = pid.ok() ? *pid : 0;
+    }
+    EXPECT_TRUE(spawned.ok()) << spawned;
     all.push_back(c);
     return all.size() - 1;
   }
 };
+
+// A cluster of one ps, one chief and one worker whose tasks were started
+// with ports 0 by Children::Start (at `ps`, `chief`, `worker` of
+// `children.all`): collects the ports they bound; the cluster of them.
+absl::StatusOr<distributed::ClusterSpec> CollectCluster(Children& children, size_t ps, size_t chief,
+                                                        size_t worker) {
+  GR_RETURN_IF_ERROR(
+      CollectPorts({&children.all[ps], &children.all[chief], &children.all[worker]}, 60000));
+  distributed::ClusterSpec spec;
+  spec.AddTask("chief", absl::StrCat("127.0.0.1:", children.all[chief].port));
+  spec.AddTask("worker", absl::StrCat("127.0.0.1:", children.all[worker].port));
+  spec.AddTask("ps", absl::StrCat("127.0.0.1:", children.all[ps].port));
+  return spec;
+}
 
 // Waits until `c` exits or `deadline` passes; true when it exited (its
 // waitpid status in c.exit_status).
@@ -110,11 +134,11 @@ std::string Str(const JsonValue& json, const std::string& key) {
 }
 
 // TF_CONFIG of `type`:`index` in a cluster of one ps, one chief and one
-// worker on loopback `ports` (ps, chief, worker).
-std::string TfConfig(const std::vector<int>& ports, const std::string& type, int index) {
-  return absl::StrCat(R"(TF_CONFIG={"cluster": {"chief": ["127.0.0.1:)", ports[1],
-                      R"("], "worker": ["127.0.0.1:)", ports[2], R"("], "ps": ["127.0.0.1:)",
-                      ports[0], R"("]}, "task": {"type": ")", type, R"(", "index": )", index, "}}");
+// worker whose ports their launcher (the test) sends them later.
+std::string TfConfig(const std::string& type, int index) {
+  return absl::StrCat(
+      R"(TF_CONFIG={"cluster": {"chief": ["127.0.0.1:0"], "worker": ["127.0.0.1:0"], )",
+      R"("ps": ["127.0.0.1:0"]}, "task": {"type": ")", type, R"(", "index": )", index, "}}");
 }
 
 struct TfConfigRun {
@@ -122,40 +146,29 @@ struct TfConfigRun {
   std::string ps_log, chief_log, worker_log;
 };
 
-// Starts ps:0 of the cluster on `ports` (`graphrun train` with a ps
-// TF_CONFIG serves as a server) and waits until it listens.
-absl::Status StartPs(Children& children, const std::vector<int>& ports, const std::string& logs) {
-  size_t ps =
-      children.Start("/job:ps/task:0", {"train"}, {TfConfig(ports, "ps", 0)}, logs, ports[0]);
-  std::vector<ChildProcess> ps_only = {children.all[ps]};
-  absl::Status listening = WaitUntilListening(ps_only, 30000);
-  children.all[ps] = ps_only[0];
-  if (listening.ok()) return listening;
-  return absl::Status(listening.code(),
-                      absl::StrCat(listening.message(), "\n", ReadFile(children.all[ps].log_file)));
-}
-
 // Starts the ps (`graphrun train` with a ps TF_CONFIG serves as a server),
-// waits until it listens, then the worker and the chief with `train_args`
-// (+ --checkpoint_dir=`ckpt` for both: only the chief saves); waits for both
-// to exit within `timeout`, then stops the ps.
+// the worker and the chief with `train_args` (+ --checkpoint_dir=`ckpt`
+// for both: only the chief saves), hands them their cluster, waits for the
+// chief and the worker to exit within `timeout`, then stops the ps.
 void RunTfConfigCluster(const std::vector<std::string>& train_args, const std::string& ckpt,
                         std::chrono::seconds timeout, TfConfigRun* out) {
   const std::string logs = TempDir("tf_config_logs");
-  absl::StatusOr<std::vector<int>> ports = PickFreePorts(3);
-  ASSERT_TRUE(ports.ok()) << ports.status();
   Children children;
-  absl::Status started = StartPs(children, *ports, logs);
-  ASSERT_TRUE(started.ok()) << started;
-  const size_t ps = children.all.size() - 1;
+  const size_t ps = children.Start("/job:ps/task:0", {"train"}, {TfConfig("ps", 0)}, logs);
   std::vector<std::string> args = {"train"};
   args.insert(args.end(), train_args.begin(), train_args.end());
   args.push_back("--checkpoint_dir=" + ckpt);
   args.push_back("--format=json");
-  // The worker first: it waits for the chief's initialization, so it is
-  // ready before the chief's first step.
-  size_t worker = children.Start("/job:worker/task:0", args, {TfConfig(*ports, "worker", 0)}, logs);
-  size_t chief = children.Start("/job:chief/task:0", args, {TfConfig(*ports, "chief", 0)}, logs);
+  size_t worker = children.Start("/job:worker/task:0", args, {TfConfig("worker", 0)}, logs);
+  size_t chief = children.Start("/job:chief/task:0", args, {TfConfig("chief", 0)}, logs);
+  absl::StatusOr<distributed::ClusterSpec> spec = CollectCluster(children, ps, chief, worker);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  // The ps first, then the worker: it waits for the chief's
+  // initialization, so it is ready before the chief's first step.
+  for (size_t i : {ps, worker, chief}) {
+    absl::Status sent = SendCluster(children.all[i], *spec);
+    ASSERT_TRUE(sent.ok()) << sent;
+  }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool chief_done = WaitForExit(children.all[chief], deadline);
   bool worker_done = WaitForExit(children.all[worker], deadline);
@@ -251,14 +264,18 @@ TEST(TfConfigTest, ChiefAndWorkerDoNotWaitForEachOther) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   const std::string ckpt = TempDir("tf_config_order_ckpt");
   const std::string logs = TempDir("tf_config_order_logs");
-  absl::StatusOr<std::vector<int>> ports = PickFreePorts(3);
-  ASSERT_TRUE(ports.ok()) << ports.status();
   Children children;
-  absl::Status ps = StartPs(children, *ports, logs);
-  ASSERT_TRUE(ps.ok()) << ps;
   const std::vector<std::string> args = {"train", "--data=" + std::string(kData), "--steps=40",
                                          "--checkpoint_dir=" + ckpt, "--format=json"};
-  size_t chief = children.Start("/job:chief/task:0", args, {TfConfig(*ports, "chief", 0)}, logs);
+  const size_t ps = children.Start("/job:ps/task:0", {"train"}, {TfConfig("ps", 0)}, logs);
+  const size_t chief = children.Start("/job:chief/task:0", args, {TfConfig("chief", 0)}, logs);
+  // The worker binds its port now but joins (gets its cluster) only after
+  // the chief has finished.
+  const size_t worker = children.Start("/job:worker/task:0", args, {TfConfig("worker", 0)}, logs);
+  absl::StatusOr<distributed::ClusterSpec> spec = CollectCluster(children, ps, chief, worker);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(SendCluster(children.all[ps], *spec).ok());
+  ASSERT_TRUE(SendCluster(children.all[chief], *spec).ok());
   ASSERT_TRUE(WaitForExit(children.all[chief],
                           std::chrono::steady_clock::now() + std::chrono::seconds(100)))
       << ReadFile(children.all[chief].log_file);
@@ -268,7 +285,7 @@ TEST(TfConfigTest, ChiefAndWorkerDoNotWaitForEachOther) {
   ASSERT_TRUE(chief_result.ok()) << chief_log;
   EXPECT_EQ(Num(*chief_result, "global_step"), 40);  // the chief alone
 
-  size_t worker = children.Start("/job:worker/task:0", args, {TfConfig(*ports, "worker", 0)}, logs);
+  ASSERT_TRUE(SendCluster(children.all[worker], *spec).ok());
   ASSERT_TRUE(WaitForExit(children.all[worker],
                           std::chrono::steady_clock::now() + std::chrono::seconds(60)))
       << "the worker waited on the finished chief: " << ReadFile(children.all[worker].log_file);
@@ -286,17 +303,21 @@ TEST(TfConfigTest, ChiefWaitsForALatePs) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   const std::string ckpt = TempDir("tf_config_late_ckpt");
   const std::string logs = TempDir("tf_config_late_logs");
-  absl::StatusOr<std::vector<int>> ports = PickFreePorts(3);
-  ASSERT_TRUE(ports.ok()) << ports.status();
   Children children;
-  size_t chief = children.Start("/job:chief/task:0",
-                                {"train", "--data=" + std::string(kData), "--steps=20",
-                                 "--checkpoint_dir=" + ckpt, "--format=json"},
-                                {TfConfig(*ports, "chief", 0)}, logs);
+  const std::vector<std::string> args = {"train", "--data=" + std::string(kData), "--steps=20",
+                                         "--checkpoint_dir=" + ckpt, "--format=json"};
+  const size_t chief = children.Start("/job:chief/task:0", args, {TfConfig("chief", 0)}, logs);
+  // The ps binds its port but answers Unavailable until it gets its
+  // cluster, as a ps that is not up yet; the worker never joins.
+  const size_t ps = children.Start("/job:ps/task:0", {"train"}, {TfConfig("ps", 0)}, logs);
+  const size_t worker = children.Start("/job:worker/task:0", args, {TfConfig("worker", 0)}, logs);
+  absl::StatusOr<distributed::ClusterSpec> spec = CollectCluster(children, ps, chief, worker);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(SendCluster(children.all[chief], *spec).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_FALSE(Reap(children.all[chief]))
       << "the chief did not wait: " << ReadFile(children.all[chief].log_file);
-  children.Start("/job:ps/task:0", {"train"}, {TfConfig(*ports, "ps", 0)}, logs, (*ports)[0]);
+  ASSERT_TRUE(SendCluster(children.all[ps], *spec).ok());
   ASSERT_TRUE(WaitForExit(children.all[chief],
                           std::chrono::steady_clock::now() + std::chrono::seconds(100)))
       << ReadFile(children.all[chief].log_file);
@@ -348,7 +369,7 @@ absl::StatusOr<JsonValue> TrainLocal(const std::vector<std::string>& args,
                                   "--data=" + std::string(kData)};
   all.insert(all.end(), args.begin(), args.end());
   Children children;
-  size_t i = children.Start("/job:local/task:0", all, {}, logs);
+  size_t i = children.Start("/job:local/task:0", all, {}, logs, /*linked=*/false);
   ChildProcess& c = children.all[i];
   const std::string log_file = c.log_file;
   if (!WaitForExit(c, std::chrono::steady_clock::now() + timeout)) {

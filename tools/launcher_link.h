@@ -1,0 +1,81 @@
+// The link between a local launcher (`graphrun cluster`, the cluster that
+// `graphrun train` starts, tests) and the task processes it starts. It
+// removes the race of picking free ports ahead: a port picked free and
+// closed could be taken by another process before the task bound it.
+//
+//   1. The launcher makes a socketpair per task. The task gets its end as
+//      file descriptor kLauncherFd and GRAPHRUN_LAUNCHER_FD in its
+//      environment (as systemd's LISTEN_FDS); its cluster's addresses may
+//      carry port 0.
+//   2. The task binds port 0 (the kernel picks a free one, nobody can hold
+//      it in between), answers every call Unavailable for now, and writes
+//      "PORT\n".
+//   3. The launcher reads every task's port (bounded; a task that exits
+//      first is named) and builds the ClusterSpec.
+//   4. The launcher writes the spec's JSON line to every task; each takes
+//      it as its cluster and starts serving.
+#ifndef GRAPHRUN_TOOLS_LAUNCHER_LINK_H_
+#define GRAPHRUN_TOOLS_LAUNCHER_LINK_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "distributed/cluster_spec.h"
+#include "distributed/rpc/grpc_server.h"
+#include "tools/process_util.h"
+
+namespace graphrun {
+namespace tools {
+
+inline constexpr int kLauncherFd = 3;
+inline constexpr char kLauncherFdEnv[] = "GRAPHRUN_LAUNCHER_FD";
+// How long a task waits for its cluster, and a launcher for the ports (a
+// cluster of tasks starting at once under a sanitizer takes seconds).
+inline constexpr int kLauncherWaitMs = 120000;
+
+// --- In the task ---
+
+// The launcher's descriptor when a launcher started this process, else -1.
+// Clears the environment variable, so this process' own children do not
+// see it.
+int TakeLauncherFd();
+
+// Starts a server of `options` on port 0 for the launcher on `fd`: reports
+// its port, waits (up to `timeout_ms`) for the cluster and then serves
+// with it. Unavailable when the launcher goes away first; InvalidArgument
+// when the cluster it sends lacks this task or names another port for it.
+// `cluster` (optional) gets the cluster.
+absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> StartServerForLauncher(
+    distributed::ServerOptions options, int fd, int timeout_ms,
+    distributed::ClusterSpec* cluster = nullptr);
+
+// --- In the launcher ---
+
+// SpawnProcess for a task that speaks the link: `c.launcher_fd` gets the
+// launcher's end of the pair; `c.port` is reset to 0 until reported.
+absl::Status SpawnTask(const std::string& binary, const std::vector<std::string>& args,
+                       const std::vector<std::string>& env, ChildProcess& c);
+
+// Reads every task's reported port into `c.port` (tasks without a link
+// are skipped). Unavailable naming the task (and the last line of its log)
+// when one exits or closes its end first; DeadlineExceeded naming the
+// tasks still silent after `timeout_ms`.
+absl::Status CollectPorts(std::vector<ChildProcess*> children, int timeout_ms);
+absl::Status CollectPorts(std::vector<ChildProcess>& children, int timeout_ms);
+
+// Sends `cluster` (its JSON line) to `c` and closes the link. Unavailable
+// naming the task when it is gone.
+absl::Status SendCluster(ChildProcess& c, const distributed::ClusterSpec& cluster);
+// To every child with a link; the first failure is returned.
+absl::Status SendCluster(std::vector<ChildProcess>& children,
+                         const distributed::ClusterSpec& cluster);
+
+// Closes the launcher's end of `c`'s link, if open.
+void CloseLink(ChildProcess& c);
+
+}  // namespace tools
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_TOOLS_LAUNCHER_LINK_H_
