@@ -19,6 +19,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterGradKernels(r);
   RegisterQueueKernels(r);
   RegisterDynamicPartitionKernels(r);
+  RegisterCollectiveKernels(r);
 }
 
 const KernelRegistry& DefaultKernelRegistry() {

@@ -24,6 +24,7 @@ void RegisterGradKernels(KernelRegistry& r);         // grad_kernels.cc
 void RegisterQueueKernels(KernelRegistry& r);        // queue_kernels.cc
 // dynamic_partition_kernels.cc: DynamicPartition, DynamicStitch.
 void RegisterDynamicPartitionKernels(KernelRegistry& r);
+void RegisterCollectiveKernels(KernelRegistry& r);  // collective_kernels.cc
 
 void RegisterAllKernels(KernelRegistry& r);
 

@@ -22,6 +22,7 @@
 #include "graph/status.h"
 #include "graph/tensor.h"
 #include "kernels/cancellation.h"
+#include "kernels/collective.h"
 #include "kernels/device_base.h"
 #include "kernels/rendezvous.h"
 #include "kernels/resource_mgr.h"
@@ -161,6 +162,8 @@ class OpKernelContext {
     bool is_input_dead = false;  // some input is dead (only Merge sees that)
     // Runs a closure on the inter-op pool (for async kernels' work).
     std::function<void(std::function<void()>)> runner;
+    // The step's collectives (null: this session runs none).
+    CollectiveExecutor* collective_executor = nullptr;
   };
 
   explicit OpKernelContext(Params* params);
@@ -190,6 +193,7 @@ class OpKernelContext {
   ResourceMgr* resource_manager() const { return params_->device->resource_manager(); }
   Rendezvous* rendezvous() const { return params_->rendezvous; }
   CancellationManager* cancellation_manager() const { return params_->cancellation_manager; }
+  CollectiveExecutor* collective_executor() const { return params_->collective_executor; }
   CallFrameInterface* call_frame() const { return params_->call_frame; }
   const FrameAndIter& frame_iter() const { return params_->frame_iter; }
   bool is_input_dead() const { return params_->is_input_dead; }

@@ -80,6 +80,9 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   int inter = cfg.inter_op_parallelism_threads() > 0 ? cfg.inter_op_parallelism_threads()
                                                      : DefaultThreads();
   s->inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", inter);
+  ThreadPool* collective_pool = s->inter_op_pool_.get();
+  s->collectives_ = std::make_unique<InProcessCollectives>(
+      [collective_pool](std::function<void()> fn) { collective_pool->Schedule(std::move(fn)); });
   return s;
 }
 
@@ -231,6 +234,7 @@ absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const tensorflow::RunOpti
   eargs.call_frame = &frame;
   eargs.cancellation_manager = &cm;
   eargs.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+  eargs.collective_executor = collectives_.get();
   for (auto& p : ek->partitions) {
     if (trace) {
       auto* ds = step_stats.add_dev_stats();

@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "kernels/kernel_registry.h"
+#include "runtime/collective_local.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/session.h"
@@ -60,6 +61,8 @@ class DirectSession : public Session {
   const KernelRegistry* kernel_registry_ = nullptr;
   std::unique_ptr<DeviceMgr> device_mgr_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
+  // Collectives among this session's devices (in-graph replicas).
+  std::unique_ptr<InProcessCollectives> collectives_;
 
   std::mutex mu_;
   bool has_graph_ = false;

@@ -198,6 +198,7 @@ class ExecutorState {
     params->frame_iter = FrameAndIter{tn.frame->frame_id, tn.iter};
     params->is_input_dead = any_input_dead;
     params->runner = args_.runner;
+    params->collective_executor = args_.collective_executor;
     if (item.is_async) {
       struct AsyncState {
         std::unique_ptr<OpKernelContext::Params> params;

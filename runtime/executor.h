@@ -56,6 +56,7 @@ class Executor {
     StepStatsCollector* stats_collector = nullptr;        // null = no tracing
     // Runs closures on the inter-op pool.
     std::function<void(std::function<void()>)> runner;
+    CollectiveExecutor* collective_executor = nullptr;  // not owned; null = none
   };
   using DoneCallback = std::function<void(const absl::Status&)>;
 

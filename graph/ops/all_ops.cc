@@ -17,6 +17,7 @@ void RegisterAllOps(OpRegistry& r) {
   RegisterGradOps(r);
   RegisterQueueOps(r);
   RegisterDataFlowOps(r);
+  RegisterCollectiveOps(r);
 }
 
 const OpRegistry& DefaultOpRegistry() {

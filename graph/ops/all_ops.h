@@ -21,6 +21,7 @@ void RegisterTrainingOps(OpRegistry& r);     // training_ops.cc: optimizers, sca
 void RegisterGradOps(OpRegistry& r);      // grad_ops.cc: BroadcastGradientArgs, InvertPermutation
 void RegisterQueueOps(OpRegistry& r);     // queue_ops.cc: queues, accumulators
 void RegisterDataFlowOps(OpRegistry& r);  // data_flow_ops.cc: DynamicPartition/Stitch
+void RegisterCollectiveOps(OpRegistry& r);  // collective_ops.cc: V2 all-reduce/gather/bcast
 
 void RegisterAllOps(OpRegistry& r);
 
