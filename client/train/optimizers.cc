@@ -99,7 +99,7 @@ absl::StatusOr<Operation> Optimizer::ApplyGradients(const Scope& scope,
     return absl::InvalidArgumentError(
         absl::StrCat(name_, ": no gradients provided for any variable"));
   }
-  slot_scope_ = scope.WithNameScope("").WithNoControlDependencies();
+  slot_scope_ = scope.WithNameScope(state_name_scope_).WithNoControlDependencies();
   GR_RETURN_IF_ERROR(CreateSlots(scope, vars));
   Scope outer = scope.NewSubScope(name_);
   std::vector<Operation> updates;

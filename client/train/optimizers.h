@@ -74,6 +74,10 @@ class Optimizer {
   // handle when none was made.
   Variable* GetSlot(const Variable& var, int slot);
   const std::string& name() const { return name_; }
+  // The absolute name scope of the state that is not a slot (Adam's beta
+  // powers); default the root. One optimizer per mirrored replica gives
+  // each copy its own ("replica_1/beta1_power").
+  void set_state_name_scope(std::string scope) { state_name_scope_ = std::move(scope); }
   // Every variable the optimizer created: slots (by variable name, then
   // slot index), then non-slot state such as Adam's beta powers
   // (TensorFlow's Optimizer.variables()); what a Saver must also save.
@@ -114,6 +118,7 @@ class Optimizer {
   std::string name_;
   Input learning_rate_;
   std::map<std::pair<std::string, int>, Variable> slots_;
+  std::string state_name_scope_;
   // Root name scope, no control dependencies: where slots are created.
   std::optional<Scope> slot_scope_;
 };

@@ -1,0 +1,309 @@
+#include "client/train/mirrored_strategy.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/ops.h"
+#include "graph/status.h"
+
+namespace graphrun {
+namespace client {
+namespace train {
+namespace {
+
+bool FullyDefined(const PartialShape& s) {
+  if (!s.known_rank()) return false;
+  for (int64_t d : s.dims()) {
+    if (d < 0) return false;
+  }
+  return true;
+}
+
+int64_t NumElements(const PartialShape& s) {
+  int64_t n = 1;
+  for (int64_t d : s.dims()) n *= d;
+  return n;
+}
+
+}  // namespace
+
+std::string AllReducePlan::Summary() const {
+  return absl::StrFormat("all-reduce: %d gradient%s in %d pack%s (%.1f MiB) over %d replicas, %s",
+                         tensors, tensors == 1 ? "" : "s", packs, packs == 1 ? "" : "s",
+                         bytes / 1048576.0, replicas, algorithm);
+}
+
+absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
+    const Scope& scope, const std::vector<std::string>& devices,
+    const std::vector<std::vector<Output>>& per_replica, const std::vector<PartialShape>& shapes,
+    const AllReduceOptions& options, AllReducePlan* plan) {
+  const int n = static_cast<int>(devices.size());
+  if (n < 1 || static_cast<int>(per_replica.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("all-reduce: ", per_replica.size(), " replicas' tensors for ", n, " devices"));
+  }
+  const size_t count = shapes.size();
+  for (int k = 0; k < n; ++k) {
+    if (per_replica[k].size() != count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "all-reduce: replica ", k, " has ", per_replica[k].size(), " tensors, expected ", count));
+    }
+  }
+  if (count == 0) return per_replica;
+  const DataType dtype = per_replica[0][0].type();
+  for (size_t j = 0; j < count; ++j) {
+    if (per_replica[0][j].type() != dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "all-reduce: tensor ", j, " (", per_replica[0][j].name(), ") is ",
+          DataTypeString(per_replica[0][j].type()), ", the others ", DataTypeString(dtype)));
+    }
+  }
+  const int64_t elem = DataTypeSize(dtype);
+  // Packs: consecutive fully defined tensors up to pack_bytes.
+  std::vector<std::vector<size_t>> packs;
+  int64_t pack_bytes = 0;
+  int64_t total_bytes = 0;
+  for (size_t j = 0; j < count; ++j) {
+    const bool known = FullyDefined(shapes[j]);
+    const int64_t bytes = known ? NumElements(shapes[j]) * elem : 0;
+    total_bytes += bytes;
+    const bool fits = known && !packs.empty() && options.pack_bytes > 0 && pack_bytes > 0 &&
+                      pack_bytes + bytes <= options.pack_bytes;
+    if (fits) {
+      packs.back().push_back(j);
+      pack_bytes += bytes;
+    } else {
+      packs.push_back({j});
+      pack_bytes = known ? bytes : 0;
+    }
+  }
+  std::vector<std::vector<Output>> out(n, std::vector<Output>(count));
+  auto attrs = ops::CollectiveReduceV2::CommunicationHint(options.communication_hint)
+                   .TimeoutSeconds(options.timeout_seconds);
+  for (int k = 0; k < n; ++k) {
+    Scope s = scope.WithDevice(devices[k]).NewSubScope("allreduce");
+    Output group_size = ops::Const(s.WithOpName("group_size"), int32_t{n});
+    Output group_key = ops::Const(s.WithOpName("group_key"), options.group_key);
+    for (size_t p = 0; p < packs.size(); ++p) {
+      const std::vector<size_t>& pack = packs[p];
+      Scope ps = s.NewSubScope(absl::StrCat("pack_", p));
+      Output instance = ops::Const(ps.WithOpName("instance_key"),
+                                   int32_t{options.first_instance_key + static_cast<int32_t>(p)});
+      if (pack.size() == 1) {
+        out[k][pack[0]] =
+            ops::CollectiveReduceV2(ps, per_replica[k][pack[0]], group_size, group_key, instance,
+                                    InputList(std::vector<Input>{}), "Add", "Div", attrs);
+        continue;
+      }
+      std::vector<Input> flats;
+      std::vector<int64_t> sizes;
+      for (size_t j : pack) {
+        flats.push_back(ops::Reshape(ps, per_replica[k][j], Tensor::FromVector<int32_t>({-1})));
+        sizes.push_back(NumElements(shapes[j]));
+      }
+      Output packed = ops::ConcatV2(ps, InputList(flats), int32_t{0});
+      Output reduced =
+          ops::CollectiveReduceV2(ps, packed, group_size, group_key, instance,
+                                  InputList(std::vector<Input>{}), "Add", "Div", attrs);
+      auto parts = ops::SplitV(ps, reduced, Tensor::FromVector<int64_t>(sizes), int32_t{0},
+                               static_cast<int64_t>(pack.size()));
+      for (size_t i = 0; i < pack.size(); ++i) {
+        const std::vector<int64_t> dims(shapes[pack[i]].dims().begin(),
+                                        shapes[pack[i]].dims().end());
+        std::vector<int64_t> shape(dims.begin(), dims.end());
+        out[k][pack[i]] = ops::Reshape(
+            ps, parts[i],
+            Tensor::FromVector<int64_t>(shape, TensorShape({static_cast<int64_t>(shape.size())})));
+      }
+    }
+  }
+  GR_RETURN_IF_ERROR(scope.status());
+  if (plan != nullptr) {
+    plan->tensors = static_cast<int>(count);
+    plan->packs = static_cast<int>(packs.size());
+    plan->bytes = total_bytes;
+    plan->replicas = n;
+    plan->algorithm = options.communication_hint;
+  }
+  return out;
+}
+
+absl::StatusOr<MirroredStrategy> MirroredStrategy::Create(int num_replicas,
+                                                          AllReduceOptions options) {
+  if (num_replicas < 1 || num_replicas > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mirrored: num_replicas must be in [1, 256], got ", num_replicas));
+  }
+  if (options.pack_bytes < 0) {
+    return absl::InvalidArgumentError("mirrored: allreduce pack_bytes must be >= 0");
+  }
+  MirroredStrategy m;
+  for (int k = 0; k < num_replicas; ++k) m.devices_.push_back(absl::StrCat("/device:CPU:", k));
+  m.options_ = std::move(options);
+  return m;
+}
+
+SessionOptions MirroredStrategy::session_options(int intra_op_threads, int inter_op_threads) const {
+  SessionOptions so;
+  (*so.config.mutable_device_count())["CPU"] = num_replicas();
+  so.config.set_intra_op_parallelism_threads(intra_op_threads);
+  so.config.set_inter_op_parallelism_threads(inter_op_threads);
+  return so;
+}
+
+absl::StatusOr<int64_t> MirroredStrategy::PerReplicaBatch(int64_t global_batch) const {
+  if (global_batch < num_replicas() || global_batch % num_replicas() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("mirrored: the global batch ", global_batch,
+                                                   " does not divide evenly among ", num_replicas(),
+                                                   " replicas"));
+  }
+  return global_batch / num_replicas();
+}
+
+Scope MirroredStrategy::ReplicaScope(const Scope& root, int k) const {
+  Scope s = root.WithDevice(devices_[k]);
+  return k == 0 ? s : s.NewSubScope(absl::StrCat("replica_", k));
+}
+
+std::vector<Output> MirroredStrategy::SplitBatch(const Scope& scope, const Output& batch,
+                                                 int64_t per_replica) const {
+  if (num_replicas() == 1) return {batch};
+  std::vector<Output> pieces;
+  Scope s = scope.NewSubScope("split_batch");
+  auto parts = ops::SplitV(s, batch,
+                           Tensor::FromVector<int64_t>(std::vector<int64_t>(
+                               static_cast<size_t>(num_replicas()), per_replica)),
+                           int32_t{0}, static_cast<int64_t>(num_replicas()));
+  for (int k = 0; k < num_replicas(); ++k) pieces.push_back(parts[k]);
+  return pieces;
+}
+
+Output MirroredStrategy::MeanOfReplicas(const Scope& scope,
+                                        const std::vector<Output>& values) const {
+  Scope s = scope.WithDevice(devices_[0]);
+  if (values.size() == 1) return ops::Identity(s, values[0]);
+  std::vector<Input> in(values.begin(), values.end());
+  return ops::RealDiv(s, ops::AddN(s, InputList(in)), static_cast<float>(values.size()));
+}
+
+absl::StatusOr<std::vector<std::vector<Output>>> MirroredStrategy::AllReduce(
+    const Scope& scope, const std::vector<std::vector<Output>>& per_replica,
+    const std::vector<PartialShape>& shapes, AllReducePlan* plan) const {
+  return AllReduceMean(scope, devices_, per_replica, shapes, options_, plan);
+}
+
+absl::StatusOr<Operation> MirroredStrategy::BuildMirrorSync(
+    const Scope& scope, const std::vector<std::vector<Variable>>& copies) const {
+  if (copies.size() != static_cast<size_t>(num_replicas())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mirrored: ", copies.size(), " replicas' variables for ", num_replicas(), " replicas"));
+  }
+  Scope s = scope.NewSubScope("mirror_sync");
+  std::vector<Operation> assigns;
+  for (size_t k = 1; k < copies.size(); ++k) {
+    if (copies[k].size() != copies[0].size()) {
+      return absl::InvalidArgumentError(absl::StrCat("mirrored: replica ", k, " has ",
+                                                     copies[k].size(), " variables, replica 0 ",
+                                                     copies[0].size()));
+    }
+    for (size_t j = 0; j < copies[k].size(); ++j) {
+      const Variable& primary = copies[0][j];
+      const Variable& copy = copies[k][j];
+      if (copy.dtype() != primary.dtype()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("mirrored: ", copy.name(), " is ", DataTypeString(copy.dtype()), " but ",
+                         primary.name(), " is ", DataTypeString(primary.dtype())));
+      }
+      assigns.push_back(copy.Assign(s, primary.Read(s.WithDevice(devices_[k]))));
+    }
+  }
+  Operation done = ops::NoOp(s.WithOpName("done").WithControlDependencies(assigns));
+  GR_RETURN_IF_ERROR(s.status());
+  return done;
+}
+
+absl::StatusOr<MirroredTrainStep> MirroredStrategy::BuildTrainStep(
+    const Scope& root, const std::vector<Output>& global_inputs, int64_t global_batch,
+    const ModelFn& model_fn, const OptimizerFn& optimizer_fn, const Variable* global_step) const {
+  GR_ASSIGN_OR_RETURN(int64_t per_replica, PerReplicaBatch(global_batch));
+  const int n = num_replicas();
+  std::vector<std::vector<Output>> inputs(n);
+  Scope input_scope = root.WithDevice(devices_[0]);
+  for (const Output& in : global_inputs) {
+    std::vector<Output> pieces = SplitBatch(input_scope, in, per_replica);
+    for (int k = 0; k < n; ++k) inputs[k].push_back(pieces[k]);
+  }
+  MirroredTrainStep step;
+  std::vector<std::vector<Output>> grads(n);
+  std::vector<std::vector<Variable>> trainable(n);
+  for (int k = 0; k < n; ++k) {
+    Scope s = ReplicaScope(root, k);
+    GR_ASSIGN_OR_RETURN(ReplicaModel m, model_fn(s, k, inputs[k]));
+    if (k > 0 && (m.trainable.size() != step.replicas[0].trainable.size() ||
+                  m.variables.size() != step.replicas[0].variables.size() ||
+                  m.metrics.size() != step.replicas[0].metrics.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mirrored: replica ", k, " built another model than replica 0 (variables ",
+                       m.variables.size(), " vs ", step.replicas[0].variables.size(), ")"));
+    }
+    std::unique_ptr<Optimizer> opt = optimizer_fn();
+    if (k > 0) opt->set_state_name_scope(absl::StrCat("replica_", k));
+    GR_ASSIGN_OR_RETURN(std::vector<GradAndVar> gv, opt->ComputeGradients(s, m.loss, m.trainable));
+    for (const GradAndVar& g : gv) {
+      if (g.grad.is_null()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("mirrored: no gradient for variable ", g.var.name()));
+      }
+      // A sparse gradient (an embedding's) is all-reduced dense.
+      grads[k].push_back(g.grad.is_sparse() ? ToDense(s, g.grad) : g.grad.dense);
+    }
+    trainable[k] = m.trainable;
+    step.replicas.push_back(std::move(m));
+    step.optimizers.push_back(std::move(opt));
+  }
+  std::vector<PartialShape> shapes;
+  for (const Variable& v : trainable[0]) shapes.push_back(v.shape());
+  GR_ASSIGN_OR_RETURN(std::vector<std::vector<Output>> reduced,
+                      AllReduce(root, grads, shapes, &step.plan));
+  std::vector<Operation> applies;
+  for (int k = 0; k < n; ++k) {
+    Scope s = ReplicaScope(root, k);
+    if (!step.replicas[k].update_ops.empty()) {
+      s = s.WithControlDependencies(step.replicas[k].update_ops);
+    }
+    std::vector<GradAndVar> gv;
+    for (size_t j = 0; j < reduced[k].size(); ++j) {
+      gv.push_back(GradAndVar{Gradient(reduced[k][j]), trainable[k][j]});
+    }
+    GR_ASSIGN_OR_RETURN(Operation apply, step.optimizers[k]->ApplyGradients(s, gv));
+    applies.push_back(apply);
+  }
+  Scope s0 = root.WithDevice(devices_[0]);
+  if (global_step != nullptr) {
+    Operation inc =
+        global_step->AssignAdd(s0.WithControlDependencies(applies).WithOpName("step"), int64_t{1});
+    step.train_op = ops::NoOp(s0.WithOpName("train").WithControlDependencies({inc}));
+  } else {
+    step.train_op = ops::NoOp(s0.WithOpName("train").WithControlDependencies(applies));
+  }
+  std::vector<Output> losses;
+  for (const ReplicaModel& m : step.replicas) losses.push_back(m.loss);
+  step.loss = MeanOfReplicas(s0.NewSubScope("loss"), losses);
+  for (size_t i = 0; i < step.replicas[0].metrics.size(); ++i) {
+    std::vector<Output> values;
+    for (const ReplicaModel& m : step.replicas) values.push_back(m.metrics[i]);
+    step.metrics.push_back(MeanOfReplicas(s0.NewSubScope(absl::StrCat("metric_", i)), values));
+  }
+  std::vector<std::vector<Variable>> copies(n);
+  for (int k = 0; k < n; ++k) {
+    copies[k] = step.replicas[k].variables;
+    for (const Variable& v : step.optimizers[k]->variables()) copies[k].push_back(v);
+  }
+  step.saved = copies[0];
+  GR_ASSIGN_OR_RETURN(step.mirror_sync, BuildMirrorSync(root, copies));
+  GR_RETURN_IF_ERROR(root.status());
+  return step;
+}
+
+}  // namespace train
+}  // namespace client
+}  // namespace graphrun

@@ -1,0 +1,155 @@
+// MirroredStrategy: synchronous in-graph data parallelism on the devices
+// of one process, as TensorFlow's tf.distribute.MirroredStrategy.
+//
+//   * one replica per device ("/device:CPU:0" .. "/device:CPU:N-1");
+//     replica 0's ops and variables keep their plain names (what a
+//     checkpoint and an exported graph see), replica k's live under the
+//     name scope "replica_k";
+//   * the global batch is split evenly (a batch that does not divide is
+//     InvalidArgument);
+//   * every replica computes gradients on its slice; they are all-reduced
+//     (mean) with CollectiveReduceV2, fused into packs of at most
+//     `pack_bytes`, so every replica applies bit-identical gradients to
+//     its own copy of each variable, and the copies stay identical;
+//   * replica 0 saves; after initialization or a restore the copies take
+//     replica 0's values (BuildMirrorSync).
+//
+// AllReduceMean is also the gradient aggregation of multi-worker training:
+// the collective ops run on whichever CollectiveExecutor the session has.
+#ifndef GRAPHRUN_CLIENT_TRAIN_MIRRORED_STRATEGY_H_
+#define GRAPHRUN_CLIENT_TRAIN_MIRRORED_STRATEGY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/operation.h"
+#include "client/scope.h"
+#include "client/train/optimizers.h"
+#include "client/variables.h"
+#include "runtime/session.h"
+
+namespace graphrun {
+namespace client {
+namespace train {
+
+struct AllReduceOptions {
+  // Gradients fused into one collective up to this many bytes (a larger
+  // tensor goes alone); 0: one collective per tensor.
+  int64_t pack_bytes = int64_t{4} << 20;
+  // CollectiveReduceV2's communication_hint: "auto", "ring",
+  // "recursive_doubling".
+  std::string communication_hint = "auto";
+  float timeout_seconds = 0;  // 0: none
+  int32_t group_key = 1;
+  int32_t first_instance_key = 1;
+};
+
+// What one step's all-reduce does, for logs and results.
+struct AllReducePlan {
+  int tensors = 0;
+  int packs = 0;
+  int64_t bytes = 0;  // per replica per step
+  int replicas = 0;
+  std::string algorithm;  // the communication hint in effect
+  // "all-reduce: 6 gradients in 1 pack (0.9 MiB) over 2 replicas, auto"
+  std::string Summary() const;
+};
+
+// All-reduce (mean) of per_replica[k][j], replica k's j-th tensor, built on
+// devices[k]; shapes[j] is tensor j's shape (fully defined shapes pack;
+// others go alone). Returns the means, out[k][j] on devices[k].
+// InvalidArgument for ragged inputs or unsupported dtypes.
+absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
+    const Scope& scope, const std::vector<std::string>& devices,
+    const std::vector<std::vector<Output>>& per_replica, const std::vector<PartialShape>& shapes,
+    const AllReduceOptions& options, AllReducePlan* plan = nullptr);
+
+// What one replica's model function builds.
+struct ReplicaModel {
+  Output loss;                        // scalar, the mean over the replica's slice
+  std::vector<Output> metrics;        // float scalars, averaged over replicas
+  std::vector<Variable> trainable;    // same order on every replica
+  std::vector<Variable> variables;    // every variable of the replica (mirrored)
+  std::vector<Operation> update_ops;  // run before the update (batch-norm averages)
+};
+// Builds replica `k`'s model in `scope` (its device and name scope) on
+// `inputs`, its slices of the global batch.
+using ModelFn = std::function<absl::StatusOr<ReplicaModel>(const Scope& scope, int k,
+                                                           const std::vector<Output>& inputs)>;
+using OptimizerFn = std::function<std::unique_ptr<Optimizer>()>;
+
+// One synchronous training step over all replicas.
+struct MirroredTrainStep {
+  Operation train_op;  // every replica's update, then global_step += 1
+  Output loss;         // mean over replicas
+  std::vector<Output> metrics;
+  Operation mirror_sync;        // copies := replica 0's values
+  std::vector<Variable> saved;  // replica 0's variables and optimizer state
+  std::vector<ReplicaModel> replicas;
+  std::vector<std::unique_ptr<Optimizer>> optimizers;
+  AllReducePlan plan;
+};
+
+class MirroredStrategy {
+ public:
+  // `num_replicas` CPU devices of this process. InvalidArgument unless
+  // 1 <= num_replicas <= 256.
+  static absl::StatusOr<MirroredStrategy> Create(int num_replicas,
+                                                 AllReduceOptions options = AllReduceOptions());
+
+  int num_replicas() const { return static_cast<int>(devices_.size()); }
+  const std::vector<std::string>& devices() const { return devices_; }
+  const AllReduceOptions& all_reduce_options() const { return options_; }
+
+  // A session with one CPU device per replica.
+  SessionOptions session_options(int intra_op_threads = 0, int inter_op_threads = 0) const;
+
+  // The global batch per replica; InvalidArgument when it does not divide.
+  absl::StatusOr<int64_t> PerReplicaBatch(int64_t global_batch) const;
+  // Replica k's scope: its device, and the name scope "replica_k" (none
+  // for replica 0).
+  Scope ReplicaScope(const Scope& root, int k) const;
+  // Rows [k * per_replica, (k + 1) * per_replica) of a global batch, one
+  // piece per replica.
+  std::vector<Output> SplitBatch(const Scope& scope, const Output& batch,
+                                 int64_t per_replica) const;
+  // Mean of one scalar per replica (losses, accuracies), on replica 0.
+  Output MeanOfReplicas(const Scope& scope, const std::vector<Output>& values) const;
+  // The gradients' all-reduce (AllReduceMean over devices()).
+  absl::StatusOr<std::vector<std::vector<Output>>> AllReduce(
+      const Scope& scope, const std::vector<std::vector<Output>>& per_replica,
+      const std::vector<PartialShape>& shapes, AllReducePlan* plan = nullptr) const;
+  // Assigns copies[k][j] := copies[0][j] for k >= 1 (replica 0 holds the
+  // primaries); run after initialization and after a restore.
+  absl::StatusOr<Operation> BuildMirrorSync(const Scope& scope,
+                                            const std::vector<std::vector<Variable>>& copies) const;
+  // Replica 0 writes checkpoints, summaries and exports.
+  bool ShouldSave(int replica) const { return replica == 0; }
+
+  // The whole step: `global_inputs` (tensors whose dimension 0 is the
+  // global batch of `global_batch` rows) split per replica, `model_fn` per
+  // replica, gradients all-reduced, one optimizer per replica applying
+  // them to its copies, `global_step` (on replica 0; may be null)
+  // incremented once (sparse gradients are all-reduced dense).
+  // InvalidArgument for a batch that does not divide, replicas whose
+  // variables differ, a variable without a gradient.
+  absl::StatusOr<MirroredTrainStep> BuildTrainStep(const Scope& root,
+                                                   const std::vector<Output>& global_inputs,
+                                                   int64_t global_batch, const ModelFn& model_fn,
+                                                   const OptimizerFn& optimizer_fn,
+                                                   const Variable* global_step) const;
+
+ private:
+  std::vector<std::string> devices_;
+  AllReduceOptions options_;
+};
+
+}  // namespace train
+}  // namespace client
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_CLIENT_TRAIN_MIRRORED_STRATEGY_H_
