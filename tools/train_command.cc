@@ -30,6 +30,14 @@ const FlagSet& TrainFlagSet() {
   static const FlagSet* kFlags = [] {
     auto* f = new FlagSet();
     f->String("model", "mlp|cnn", "model of the zoo (default mlp)")
+        .String("distribution", "parameter_server|mirrored",
+                "how training replicates: parameter servers (default; the embedded cluster or "
+                "TF_CONFIG) or mirrored (--num_replicas in-graph replicas in this process, "
+                "gradients all-reduced)")
+        .String("num_replicas", "N", "mirrored: replicas, one CPU device each (default 2)")
+        .String("allreduce_pack_bytes", "N",
+                "all-reduce: gradients fused into packs of at most N bytes (default 4194304; 0: "
+                "one collective per gradient)")
         .String("data", "DIR", "IDX files (default /usr/share/datasets/fashion-mnist)")
         .Bool("local", "one process, in-process session (no cluster)")
         .Bool("in_process",
@@ -90,6 +98,31 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
     return absl::InvalidArgumentError(absl::StrCat("--model: '", c.model, "' is not mlp or cnn"));
   }
   c.data_dir = f.GetString("data", c.data_dir);
+  c.distribution = f.GetString("distribution", c.distribution);
+  if (c.distribution != "parameter_server" && c.distribution != "mirrored") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--distribution: '", c.distribution, "' is not parameter_server or mirrored"));
+  }
+  const bool mirrored = c.distribution == "mirrored";
+  if (!mirrored && (f.Has("num_replicas") || f.Has("allreduce_pack_bytes"))) {
+    return absl::InvalidArgumentError(
+        "--num_replicas/--allreduce_pack_bytes: only with --distribution=mirrored");
+  }
+  if (mirrored) {
+    for (const char* flag : {"ps", "workers", "local", "in_process", "sync", "strategy"}) {
+      if (f.Has(flag)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", flag,
+                         ": not with --distribution=mirrored (in-graph replicas in one process, "
+                         "no parameter servers)"));
+      }
+    }
+    GR_ASSIGN_OR_RETURN(int64_t replicas, f.GetInt("num_replicas", c.num_replicas, 1, 256));
+    c.num_replicas = static_cast<int>(replicas);
+    GR_ASSIGN_OR_RETURN(
+        c.allreduce_pack_bytes,
+        f.GetInt("allreduce_pack_bytes", c.allreduce_pack_bytes, 0, int64_t{1} << 40));
+  }
   c.local = f.GetBool("local");
   c.in_process = f.GetBool("in_process");
   if (c.local && (f.Has("ps") || f.Has("workers"))) {
@@ -136,7 +169,14 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   if (f.Has("strategy") && c.local) {
     return absl::InvalidArgumentError("--strategy: --local places nothing (no PS tasks)");
   }
-  if (!c.local) {
+  if (mirrored) {
+    auto per_replica = data::PerReplicaBatchSize(c.batch_size, c.num_replicas);
+    if (!per_replica.ok() || c.batch_size % c.num_replicas != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--batch_size: the global batch ",
+                                                     c.batch_size, " does not divide evenly among ",
+                                                     c.num_replicas, " replicas"));
+    }
+  } else if (!c.local) {
     // Checked here, before any task starts.
     GR_RETURN_IF_ERROR(train_internal::CheckTrainStrategy(c.strategy));
     if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config == nullptr || !*tf_config) {
@@ -205,6 +245,15 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
           absl::StrCat("train: --export_graph=", c.export_graph, ": no directory ", dir.string()));
     }
   }
+  if (c.distribution == "mirrored") {
+    if (log != nullptr) {
+      *log << "graphrun train: " << c.model << " on " << c.data_dir << ", mirrored over "
+           << c.num_replicas << " replicas (one process, CPU devices 0.." << c.num_replicas - 1
+           << "), " << c.optimizer << ", global batch " << c.batch_size << " ("
+           << c.batch_size / c.num_replicas << " per replica)\n";
+    }
+    return Export(c, train_internal::TrainMirrored(c, log), log);
+  }
   if (!c.local) {
     distributed::RegisterGrpcSession();  // idempotent: grpc:// targets
     if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config != nullptr && *tf_config) {
@@ -264,11 +313,18 @@ std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
       ", \"seconds\": ", FormatDoubleShortest(r.seconds), ", \"model\": ", JsonQuote(c.model),
       ", \"mode\": ", JsonQuote(r.mode), ", \"ps\": ", r.num_ps, ", \"workers\": ", r.num_workers,
       ", \"sync\": ", c.sync ? "true" : "false",
-      ", \"strategy\": ", c.local ? "null" : JsonQuote(c.strategy),
+      ", \"strategy\": ",
+      c.local || c.distribution != "parameter_server" ? "null" : JsonQuote(c.strategy),
       ", \"optimizer\": ", JsonQuote(c.optimizer), ", \"batch_size\": ", c.batch_size,
       ", \"checkpoint\": ", r.checkpoint.empty() ? "null" : JsonQuote(r.checkpoint),
       ", \"exported_graph\": ", r.exported_graph.empty() ? "null" : JsonQuote(r.exported_graph),
-      ", \"restarts\": ", r.restarts, "}");
+      ", \"restarts\": ", r.restarts, ", \"distribution\": ", JsonQuote(c.distribution),
+      ", \"replicas\": ", r.num_workers, ", \"allreduce\": ",
+      r.allreduce.has_value() ? absl::StrCat("{\"algorithm\": ", JsonQuote(r.allreduce->algorithm),
+                                             ", \"packs\": ", r.allreduce->packs,
+                                             ", \"bytes_per_step\": ", r.allreduce->bytes, "}")
+                              : std::string("null"),
+      "}");
 }
 
 int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
@@ -277,7 +333,8 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     err << StatusToLine(c.status()) << "\n";
     return kExitUsage;
   }
-  if (const char* tf_config = std::getenv("TF_CONFIG"); !c->local && tf_config != nullptr) {
+  if (const char* tf_config = std::getenv("TF_CONFIG");
+      !c->local && c->distribution == "parameter_server" && tf_config != nullptr) {
     // A PS task of an external cluster only serves its variables.
     absl::StatusOr<distributed::TfConfig> cfg = distributed::ParseTfConfig(tf_config);
     if (cfg.ok() && cfg->task_type == "ps") {

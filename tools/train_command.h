@@ -32,12 +32,18 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "client/train/mirrored_strategy.h"
 
 namespace graphrun {
 namespace tools {
 
 struct TrainConfig {
   std::string model = "mlp";  // mlp | cnn
+  // How training replicates: parameter_server (between-graph, the
+  // embedded cluster or TF_CONFIG), mirrored (in-graph, one process).
+  std::string distribution = "parameter_server";
+  int num_replicas = 2;                             // mirrored
+  int64_t allreduce_pack_bytes = int64_t{4} << 20;  // mirrored
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   bool local = false;
   // The embedded cluster's tasks as servers in this process instead of one
@@ -87,6 +93,8 @@ struct TrainResult {
   std::string checkpoint;
   std::string exported_graph;  // chief, with --export_graph
   int restarts = 0;            // cluster restarts after a task died
+  // All-reduce distributions: what one step's all-reduce does.
+  std::optional<client::train::AllReducePlan> allreduce;
 };
 
 // Parses the flags. InvalidArgument (a usage error) naming the flag.

@@ -73,6 +73,10 @@ client::train::Model BuildModel(const TrainConfig& c, client::train::Layers& lay
 absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& checkpoint,
                                   const std::string& path);
 
+// --distribution=mirrored: --num_replicas in-graph replicas on the CPU
+// devices of one DirectSession, gradients all-reduced.
+absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* log);
+
 // --local: one replica in a DirectSession.
 absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log);
 

@@ -19,6 +19,7 @@
 #include "client/loop/training_loop.h"
 #include "client/ops.h"
 #include "client/train/layers.h"
+#include "client/train/mirrored_strategy.h"
 #include "client/train/models.h"
 #include "client/train/optimizers.h"
 #include "client/train/parameter_server_strategy.h"
@@ -188,6 +189,24 @@ struct ReplicaSpec {
   std::map<std::string, std::vector<int64_t>> partitions;  // variable -> part rows
 };
 
+// The evaluation tower over the test set, in `s`, on the variables of
+// `trained`.
+absl::Status BuildEvalTower(const TrainConfig& c, const Scope& s, const train::Layers& trained,
+                            ReplicaGraph* g) {
+  GR_ASSIGN_OR_RETURN(std::string test_images, FindIdx(c, "t10k-images-idx3-ubyte"));
+  GR_ASSIGN_OR_RETURN(std::string test_labels, FindIdx(c, "t10k-labels-idx1-ubyte"));
+  Scope es = s.NewSubScope("eval");
+  Input ein = BuildInput(es.NewSubScope("input"), c, test_images, test_labels, g->eval_batch, 0, 1,
+                         /*shuffle=*/false);
+  g->eval_layers = std::make_unique<train::Layers>(es, trained);
+  train::Model em = BuildModel(c, *g->eval_layers, ein.images, ein.labels, /*training=*/false);
+  g->eval_init = ein.make_iterator;
+  g->eval_loss = em.loss;
+  g->eval_accuracy = em.accuracy;
+  g->eval_count = ops::Size(es, ein.labels);
+  return es.status();
+}
+
 // Builds replica `r`'s graph (and, on the chief, the evaluation tower).
 absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
                                                            const ReplicaSpec& r, bool with_loop,
@@ -223,19 +242,7 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
                         train::TrainOp(s, *g->layers, m.loss, *g->optimizer, g->global_step.get()));
   }
   g->train_op_name = train_op.name();
-  if (r.chief) {
-    GR_ASSIGN_OR_RETURN(std::string test_images, FindIdx(c, "t10k-images-idx3-ubyte"));
-    GR_ASSIGN_OR_RETURN(std::string test_labels, FindIdx(c, "t10k-labels-idx1-ubyte"));
-    Scope es = s.NewSubScope("eval");
-    Input ein = BuildInput(es.NewSubScope("input"), c, test_images, test_labels, g->eval_batch, 0,
-                           1, /*shuffle=*/false);
-    g->eval_layers = std::make_unique<train::Layers>(es, *g->layers);
-    train::Model em = BuildModel(c, *g->eval_layers, ein.images, ein.labels, /*training=*/false);
-    g->eval_init = ein.make_iterator;
-    g->eval_loss = em.loss;
-    g->eval_accuracy = em.accuracy;
-    g->eval_count = ops::Size(es, ein.labels);
-  }
+  if (r.chief) GR_RETURN_IF_ERROR(BuildEvalTower(c, s, *g->layers, g.get()));
   client::TrainingGraph& t = g->training;
   t.train_op = train_op;
   t.global_step = g->global_step.get();
@@ -591,6 +598,97 @@ absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log) 
   std::vector<ReplicaRun> runs = {run};
   GR_RETURN_IF_ERROR(RunReplicas(graphs, sessions, runs, stop, &result));
   GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], &result));
+  return result;
+}
+
+namespace {
+
+// Copies replica 0's variables to the other replicas once they are
+// initialized or restored.
+class MirrorSyncHook : public client::TrainingHook {
+ public:
+  explicit MirrorSyncHook(Operation sync) : sync_(sync) {}
+  absl::Status AfterInit(const ClientSession& session, bool) override {
+    return session.Run({}, {}, {sync_}).status();
+  }
+  void AfterStep(const client::StepInfo&, const std::vector<std::string>&) override {}
+
+ private:
+  Operation sync_;
+};
+
+}  // namespace
+
+absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* log) {
+  train::AllReduceOptions ao;
+  ao.pack_bytes = c.allreduce_pack_bytes;
+  GR_ASSIGN_OR_RETURN(train::MirroredStrategy strategy,
+                      train::MirroredStrategy::Create(c.num_replicas, ao));
+  GR_RETURN_IF_ERROR(strategy.PerReplicaBatch(c.batch_size).status());
+  // One input pipeline of global batches, split among the replicas: the
+  // same examples in the same order as one replica would train on.
+  GR_ASSIGN_OR_RETURN(int64_t per_epoch, StepsPerEpoch(c, 1, c.batch_size));
+  const int64_t last_step = LastStep(c, per_epoch);
+  TrainResult result;
+  result.mode = "local";
+  result.num_ps = 0;
+  result.num_workers = strategy.num_replicas();
+  ClusterProgress progress(log, c.log_every, per_epoch, c.batch_size, last_step);
+  std::atomic<bool> stop{false};
+  std::vector<ReplicaRun> runs(1);
+  runs[0].hook = std::make_shared<ProgressHook>(&progress, true, c.stop, &stop);
+
+  auto g = std::make_unique<ReplicaGraph>();
+  g->root.SetGraphSeed(c.seed);
+  Scope s0 = g->root.WithDevice(strategy.devices()[0]);
+  GR_ASSIGN_OR_RETURN(std::string train_images, FindIdx(c, "train-images-idx3-ubyte"));
+  GR_ASSIGN_OR_RETURN(std::string train_labels, FindIdx(c, "train-labels-idx1-ubyte"));
+  g->global_step = std::make_unique<Variable>(train::CreateGlobalStep(s0));
+  Input in = BuildInput(s0.NewSubScope("input"), c, train_images, train_labels, c.batch_size, 0, 1,
+                        /*shuffle=*/true);
+  std::vector<std::unique_ptr<train::Layers>> layers;
+  train::ModelFn model_fn =
+      [&](const Scope& s, int,
+          const std::vector<Output>& inputs) -> absl::StatusOr<train::ReplicaModel> {
+    train::LayersOptions lo;
+    lo.seed = c.seed;
+    layers.push_back(std::make_unique<train::Layers>(s, lo));
+    train::Model m = BuildModel(c, *layers.back(), inputs[0], inputs[1], /*training=*/true);
+    train::ReplicaModel r;
+    r.loss = m.loss;
+    r.metrics = {m.accuracy};
+    r.trainable = layers.back()->trainable_variables();
+    r.variables = layers.back()->variables();
+    r.update_ops = layers.back()->update_ops();
+    return r;
+  };
+  GR_ASSIGN_OR_RETURN(train::MirroredTrainStep step,
+                      strategy.BuildTrainStep(
+                          g->root, {in.images, in.labels}, c.batch_size, model_fn,
+                          [&c] { return MakeOptimizer(c); }, g->global_step.get()));
+  GR_RETURN_IF_ERROR(BuildEvalTower(c, s0, *layers[0], g.get()));
+  client::TrainingGraph& t = g->training;
+  t.train_op = step.train_op;
+  t.global_step = g->global_step.get();
+  t.metrics = {step.loss, step.metrics[0]};
+  t.metric_names = {"loss", "accuracy"};
+  t.iterator_init = in.make_iterator;
+  t.variables = step.saved;
+  t.variables.push_back(*g->global_step);
+  t.init_op = client::GlobalVariablesInitializer(g->root);
+  GR_RETURN_IF_ERROR(g->root.status());
+  client::TrainingLoopOptions lo = LoopOptions(c, last_step, c.batch_size, &stop);
+  lo.hooks = {std::make_shared<MirrorSyncHook>(step.mirror_sync), runs[0].hook};
+  GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(g->root, t, std::move(lo)));
+  if (log != nullptr) *log << step.plan.Summary() << "\n";
+  std::vector<std::unique_ptr<ClientSession>> sessions;
+  sessions.push_back(std::make_unique<ClientSession>(
+      g->root, strategy.session_options(c.intra_op_threads, c.inter_op_threads)));
+  std::vector<std::unique_ptr<ReplicaGraph>> graphs;
+  graphs.push_back(std::move(g));
+  GR_RETURN_IF_ERROR(RunReplicas(graphs, sessions, runs, stop, &result));
+  GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], &result));
+  result.allreduce = step.plan;
   return result;
 }
 

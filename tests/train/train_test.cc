@@ -396,6 +396,72 @@ TEST(TrainTest, DeadPsIsRecoveredInSyncTraining) {
   RecoversFromAKilledPs(/*sync=*/true);
 }
 
+// --distribution=mirrored: 2 in-graph replicas, 3 epochs of Adam at global
+// batch 256 (128 per replica): the local run's accuracy bar; then a resumed
+// run on 4 replicas (the copies come from the restored replica 0).
+TEST(TrainTest, MirroredReachesAccuracyAndResumesOnMoreReplicas) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  TrainConfig c = Config(TempDir("mirrored"));
+  c.distribution = "mirrored";
+  c.num_replicas = 2;
+  c.steps = 705;  // 3 epochs
+  std::ostringstream log;
+  auto r = Train(c, &log);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::cout << log.str() << TrainResultToJson(c, *r) << "\n";
+  EXPECT_EQ(r->global_step, 705);
+  EXPECT_EQ(r->examples, 705 * 256);
+  ASSERT_TRUE(r->test_accuracy.has_value());
+  EXPECT_GE(*r->test_accuracy, 0.85);
+  EXPECT_EQ(client::Saver::StepOfPrefix(r->checkpoint), 705);
+  EXPECT_NE(log.str().find("all-reduce: 6 gradients in 1 pack (1.0 MiB) over 2 replicas, auto"),
+            std::string::npos)
+      << log.str();
+  ASSERT_TRUE(r->allreduce.has_value());
+  EXPECT_EQ(r->allreduce->packs, 1);
+  // 784*256 + 256 + 256*256 + 256 + 256*10 + 10 floats.
+  EXPECT_EQ(r->allreduce->bytes, (784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10) * 4);
+  auto json = ParseJson(TrainResultToJson(c, *r));
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(json->Find("distribution")->string_value(), "mirrored");
+  EXPECT_EQ(json->Find("replicas")->number_text(), "2");
+  EXPECT_TRUE(json->Find("strategy")->is_null());
+  ASSERT_TRUE(json->Find("allreduce")->is_object());
+  EXPECT_EQ(json->Find("allreduce")->Find("packs")->number_text(), "1");
+
+  c.num_replicas = 4;
+  c.steps = 800;
+  c.allreduce_pack_bytes = 0;  // one collective per gradient
+  auto resumed = Train(c, nullptr);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->restored_from_step, 705);
+  EXPECT_EQ(resumed->global_step, 800);
+  ASSERT_TRUE(resumed->first_loss.has_value());
+  EXPECT_LT(*resumed->first_loss, 0.6);  // the trained weights, on every replica
+  EXPECT_EQ(resumed->allreduce->packs, 6);
+  ASSERT_TRUE(resumed->test_accuracy.has_value());
+  EXPECT_GE(*resumed->test_accuracy, 0.85);
+}
+
+TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
+  auto bad_batch = ParseTrainFlags({"--distribution=mirrored", "--num_replicas=3"});
+  ASSERT_FALSE(bad_batch.ok());
+  EXPECT_EQ(bad_batch.status().message(),
+            "--batch_size: the global batch 256 does not divide evenly among 3 replicas");
+  auto with_ps = ParseTrainFlags({"--distribution=mirrored", "--ps=2"});
+  ASSERT_FALSE(with_ps.ok());
+  EXPECT_EQ(with_ps.status().message(),
+            "--ps: not with --distribution=mirrored (in-graph replicas in one process, no "
+            "parameter servers)");
+  EXPECT_FALSE(ParseTrainFlags({"--num_replicas=2"}).ok());
+  EXPECT_FALSE(ParseTrainFlags({"--distribution=horovod"}).ok());
+  auto ok = ParseTrainFlags(
+      {"--distribution=mirrored", "--num_replicas=4", "--allreduce_pack_bytes=65536"});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->num_replicas, 4);
+  EXPECT_EQ(ok->allreduce_pack_bytes, 65536);
+}
+
 TEST(TrainTest, FlagErrorsAreUsageErrors) {
   EXPECT_FALSE(ParseTrainFlags({"--model=resnet"}).ok());
   EXPECT_FALSE(ParseTrainFlags({"--epochs=1", "--steps=2"}).ok());
