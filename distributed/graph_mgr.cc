@@ -1,6 +1,7 @@
 #include "distributed/graph_mgr.h"
 
 #include "absl/strings/str_cat.h"
+#include "distributed/collective_remote.h"
 #include "graph/graph.h"
 #include "graph/node_def_util.h"
 #include "graph/status.h"
@@ -103,6 +104,7 @@ void GraphMgr::ExecuteAsync(const std::string& handle, const StepParams& p, Stat
   args.call_frame = p.call_frame;
   args.cancellation_manager = p.cancellation;
   args.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+  args.collective_executor = env_->collectives;
   if (p.stats != nullptr) {
     for (const Unit& u : item->units) {
       auto* ds = p.stats->add_dev_stats();

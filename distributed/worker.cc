@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "distributed/collective_remote.h"
 #include "graph/status.h"
 
 namespace graphrun {
@@ -243,6 +244,15 @@ void Worker::CleanupAllAsync(const CleanupAllRequest& request, CleanupAllRespons
 
 void Worker::RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
                              RecvTensorResult* response, StatusCallback done) {
+  if (RemoteCollectives::IsCollectiveKey(request.rendezvous_key())) {
+    if (env_->collectives == nullptr) {
+      done(
+          absl::FailedPreconditionError(absl::StrCat("task ", env_->task, " runs no collectives")));
+      return;
+    }
+    env_->collectives->Serve(request.rendezvous_key(), opts, response, std::move(done));
+    return;
+  }
   auto key = Rendezvous::ParseKey(request.rendezvous_key());
   if (!key.ok()) {
     done(key.status());

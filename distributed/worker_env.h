@@ -14,6 +14,7 @@ namespace graphrun {
 namespace distributed {
 
 class WorkerCacheInterface;
+class RemoteCollectives;
 
 struct WorkerEnv {
   std::string task;                 // "/job:ps/replica:0/task:0"
@@ -22,6 +23,7 @@ struct WorkerEnv {
   const KernelRegistry* kernel_registry = nullptr;
   ThreadPool* inter_op_pool = nullptr;           // runs executor closures
   WorkerCacheInterface* worker_cache = nullptr;  // peers (and this task)
+  RemoteCollectives* collectives = nullptr;      // null: no collectives
 };
 
 }  // namespace distributed

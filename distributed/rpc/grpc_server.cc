@@ -77,6 +77,11 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   s->worker_env_.kernel_registry = kernels;
   s->worker_env_.inter_op_pool = s->inter_op_pool_.get();
   s->worker_env_.worker_cache = s->worker_cache_.get();
+  // The leader depends on the jobs only, not on the ports.
+  s->collectives_ =
+      std::make_unique<RemoteCollectives>(s->task_name_, s->worker_cache_.get(),
+                                          RemoteCollectives::LeaderOf(options.cluster.TaskNames()));
+  s->worker_env_.collectives = s->collectives_.get();
   s->worker_ = std::make_unique<Worker>(&s->worker_env_);
   s->worker_cache_->SetLocalWorker(s->task_name_, s->worker_.get());
 
@@ -172,6 +177,7 @@ void GrpcServer::Stop() {
     stopped_ = true;
   }
   worker_->AbortAll(absl::UnavailableError(absl::StrCat("task ", task_name_, " is stopping")));
+  collectives_->AbortAll(absl::UnavailableError(absl::StrCat("task ", task_name_, " is stopping")));
   // In-process sessions' calls get the grace period gRPC's get below.
   LocalMaster::Unregister(local_target_, master_.get(), kShutdownGraceMs);
   // Pending data-channel calls were just answered with that error; now the

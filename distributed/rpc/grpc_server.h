@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/collective_remote.h"
 #include "distributed/master.h"
 #include "distributed/rpc/data_channel.h"
 #include "distributed/rpc/grpc_util.h"
@@ -109,6 +110,7 @@ class GrpcServer {
   std::unique_ptr<DeviceMgr> device_mgr_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
   std::unique_ptr<GrpcWorkerCache> worker_cache_;
+  std::unique_ptr<RemoteCollectives> collectives_;
   WorkerEnv worker_env_;
   MasterEnv master_env_;
   std::unique_ptr<Worker> worker_;

@@ -1,0 +1,597 @@
+#include "distributed/collective_remote.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "distributed/cluster_spec.h"
+#include "runtime/collective_math.h"
+
+namespace graphrun {
+namespace distributed {
+namespace {
+
+constexpr char kPrefix[] = "collective;";
+constexpr char kJoin[] = "collective;join;";
+constexpr char kBuf[] = "collective;buf;";
+
+// "collective reduce of group 1 instance 7 (node 'r' on DEVICE)".
+std::string Describe(const CollectiveArgs& a) {
+  return absl::StrCat("collective ", CollectiveTypeName(a.type), " of group ", a.group_key,
+                      " instance ", a.instance_key, " (node '", a.node, "' on ", a.device, ")");
+}
+
+int Mod(int a, int n) { return ((a % n) + n) % n; }
+
+}  // namespace
+
+// One member's run of one collective.
+struct RemoteCollectives::RunState {
+  CollectiveArgs args;
+  Tensor input;
+  DoneCallback done;
+  CancellationManager* cancel = nullptr;
+  CancellationToken token = -1;
+  std::shared_ptr<const Group> group;
+  int rank = 0, n = 0;
+  int64_t run = 0;
+  std::string prefix;  // "collective;buf;G;I;RUN;"
+  Tensor buffer;       // the result being built
+  int64_t elem = 0;    // bytes per element
+  // Ring: segments of the tensor, each N chunks.
+  std::vector<std::pair<int64_t, int64_t>> segments;  // [begin, end) elements
+  std::atomic<int> segments_left{0};
+  std::mutex mu;
+  bool finished = false;
+  std::vector<std::shared_ptr<CallOptions>> fetches;  // in flight
+
+  // Chunk `c` of segment `s`: [begin, end) elements.
+  std::pair<int64_t, int64_t> Chunk(int s, int c) const {
+    const auto [b, e] = segments[s];
+    return {b + (e - b) * c / n, b + (e - b) * (c + 1) / n};
+  }
+};
+
+RemoteCollectives::RemoteCollectives(std::string task, WorkerCacheInterface* workers,
+                                     std::string leader)
+    : task_(std::move(task)),
+      workers_(workers),
+      leader_(std::move(leader)),
+      timer_([this] { TimerLoop(); }) {}
+
+RemoteCollectives::~RemoteCollectives() {
+  AbortAll(absl::CancelledError(absl::StrCat("task ", task_, ": collectives shut down")));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  timer_cv_.notify_all();
+  timer_.join();
+}
+
+std::string RemoteCollectives::LeaderOf(const std::vector<std::string>& tasks) {
+  for (const char* job : {"/job:chief/", "/job:worker/"}) {
+    for (const std::string& t : tasks) {
+      auto id = ParseTaskName(t);
+      if (absl::StartsWith(t, job) && id.ok() && id->task == 0) return t;
+    }
+  }
+  return tasks.empty() ? std::string() : tasks[0];
+}
+
+bool RemoteCollectives::IsCollectiveKey(const std::string& key) {
+  return absl::StartsWith(key, kPrefix);
+}
+
+void RemoteCollectives::Run(const CollectiveArgs& args, const Tensor& input,
+                            CancellationManager* cancel, DoneCallback done) {
+  auto st = std::make_shared<RunState>();
+  st->args = args;
+  st->input = input;
+  st->done = std::move(done);
+  st->cancel = cancel;
+  if (args.type != CollectiveType::kReduce) {
+    st->done(absl::UnimplementedError(
+        absl::StrCat(Describe(args),
+                     ": only all-reduce runs across tasks so far; gather and broadcast run "
+                     "among the devices of one process")));
+    return;
+  }
+  if (!collective_math::Reducible(args.dtype) || input.dtype() != args.dtype) {
+    st->done(absl::InvalidArgumentError(
+        absl::StrCat(Describe(args), ": cannot reduce ", DataTypeString(input.dtype()))));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!aborted_.ok()) {
+      absl::Status why = aborted_;
+      st->done(why);
+      return;
+    }
+    st->run = next_run_[{args.group_key, args.instance_key, args.device}]++;
+    st->prefix = absl::StrCat(kBuf, args.group_key, ";", args.instance_key, ";", st->run, ";");
+    running_.insert(st);
+    if (args.timeout_seconds > 0) {
+      deadlines_.emplace(Clock::now() + std::chrono::microseconds(
+                                            static_cast<int64_t>(args.timeout_seconds * 1e6)),
+                         st);
+      timer_cv_.notify_all();
+    }
+  }
+  if (cancel != nullptr) {
+    st->token = cancel->NewToken();
+    std::weak_ptr<RunState> weak = st;
+    if (!cancel->RegisterCallback(st->token, [this, weak] {
+          if (auto s = weak.lock()) {
+            Finish(s, absl::CancelledError(absl::StrCat(Describe(s->args), ": cancelled")));
+          }
+        })) {
+      st->token = -1;
+      Finish(st, absl::CancelledError(absl::StrCat(Describe(args), ": cancelled")));
+      return;
+    }
+  }
+  ResolveGroup(st);
+}
+
+void RemoteCollectives::ResolveGroup(std::shared_ptr<RunState> st) {
+  std::shared_ptr<const Group> known;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = groups_.find(st->args.group_key);
+    if (it != groups_.end()) known = it->second;
+  }
+  if (known != nullptr) {
+    st->group = known;
+    Start(st);
+    return;
+  }
+  auto worker = workers_->GetWorker(leader_);
+  if (!worker.ok()) {
+    Finish(st, absl::UnavailableError(absl::StrCat(Describe(st->args), ": leader ", leader_, ": ",
+                                                   worker.status().message())));
+    return;
+  }
+  auto opts = std::make_shared<CallOptions>();
+  auto req = std::make_shared<RecvTensorRequest>();
+  auto res = std::make_shared<RecvTensorResult>();
+  req->set_rendezvous_key(
+      absl::StrCat(kJoin, st->args.group_key, ";", st->args.group_size, ";", st->args.device));
+  {
+    std::lock_guard<std::mutex> l(st->mu);
+    st->fetches.push_back(opts);
+  }
+  std::shared_ptr<WorkerInterface> w = *worker;
+  w->RecvTensorAsync(
+      opts.get(), *req, res.get(), [this, st, opts, req, res, w](const absl::Status& s) {
+        if (!s.ok()) {
+          Finish(st,
+                 absl::Status(s.code(), absl::StrCat(Describe(st->args), ": joining the group at ",
+                                                     leader_, ": ", s.message())));
+          return;
+        }
+        const Tensor& t = res->tensor;
+        std::string text(t.raw_data(), static_cast<size_t>(t.TotalBytes()));
+        auto group = std::make_shared<Group>();
+        group->size = st->args.group_size;
+        group->devices = absl::StrSplit(text, '\n', absl::SkipEmpty());
+        if (static_cast<int>(group->devices.size()) != group->size) {
+          Finish(st, absl::InternalError(
+                         absl::StrCat(Describe(st->args), ": the leader answered ", text)));
+          return;
+        }
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          groups_.emplace(st->args.group_key, group);
+        }
+        st->group = group;
+        Start(st);
+      });
+}
+
+void RemoteCollectives::Start(std::shared_ptr<RunState> st) {
+  const Group& g = *st->group;
+  if (g.size != st->args.group_size) {
+    Finish(st, absl::InvalidArgumentError(absl::StrCat(
+                   Describe(st->args), ": group ", st->args.group_key, " has group_size ", g.size,
+                   " but this member says ", st->args.group_size)));
+    return;
+  }
+  auto pos = std::find(g.devices.begin(), g.devices.end(), st->args.device);
+  if (pos == g.devices.end()) {
+    Finish(st, absl::InvalidArgumentError(
+                   absl::StrCat(Describe(st->args), ": device ", st->args.device,
+                                " is not a member of group ", st->args.group_key)));
+    return;
+  }
+  st->rank = static_cast<int>(pos - g.devices.begin());
+  st->n = g.size;
+  st->buffer = st->input.DeepCopy();
+  st->elem = DataTypeSize(st->args.dtype);
+  const int64_t count = st->buffer.NumElements();
+  const int64_t bytes = count * st->elem;
+  if (st->n == 1) {
+    collective_math::Finish(st->args.dtype, st->args.final_op, st->buffer.raw_data(), count, 1);
+    Finish(st, absl::OkStatus());
+    return;
+  }
+  const bool pow2 = (st->n & (st->n - 1)) == 0;
+  const std::string& hint = st->args.communication_hint;
+  const bool doubling =
+      pow2 && (hint == "recursive_doubling" || (hint != "ring" && bytes <= kSmallBytes));
+  if (doubling) {
+    DoublingStep(st, 0);
+    return;
+  }
+  // Segments: up to 4 independent rings of >= 1 MiB each.
+  const int64_t segs = std::clamp<int64_t>(bytes >> 20, 1, 4);
+  for (int64_t s = 0; s < segs; ++s) {
+    st->segments.push_back({count * s / segs, count * (s + 1) / segs});
+  }
+  st->segments_left = static_cast<int>(segs);
+  for (int s = 0; s < static_cast<int>(segs); ++s) RingStep(st, s, 0, 0);
+}
+
+bool RemoteCollectives::Finished(const std::shared_ptr<RunState>& st) {
+  std::lock_guard<std::mutex> l(st->mu);
+  return st->finished;
+}
+
+void RemoteCollectives::RingStep(std::shared_ptr<RunState> st, int segment, int phase, int t) {
+  if (Finished(st)) return;
+  const int n = st->n, r = st->rank;
+  if (t == n - 1) {
+    if (phase == 0) {
+      // This member's chunk is complete: finish it, then all-gather.
+      auto [b, e] = st->Chunk(segment, Mod(r + 1, n));
+      collective_math::Finish(st->args.dtype, st->args.final_op,
+                              st->buffer.raw_data() + b * st->elem, e - b, n);
+      RingStep(st, segment, 1, 0);
+    } else {
+      SegmentDone(st);
+    }
+    return;
+  }
+  const int send = phase == 0 ? Mod(r - t, n) : Mod(r + 1 - t, n);
+  const int recv = phase == 0 ? Mod(r - t - 1, n) : Mod(r - t, n);
+  auto key = [&](int from) {
+    return absl::StrCat(st->prefix, "s", segment, phase == 0 ? "rs" : "ag", t, ";", from);
+  };
+  auto [sb, se] = st->Chunk(segment, send);
+  Tensor piece(st->args.dtype, TensorShape({se - sb}));
+  std::memcpy(piece.raw_data(), st->buffer.raw_data() + sb * st->elem,
+              static_cast<size_t>((se - sb) * st->elem));
+  Put(key(r), std::move(piece));
+  const int prev = Mod(r - 1, n);
+  Fetch(st, prev, key(prev), [this, st, segment, phase, t, recv](absl::StatusOr<Tensor> v) {
+    if (!v.ok()) {
+      Finish(st, v.status());
+      return;
+    }
+    auto [b, e] = st->Chunk(segment, recv);
+    if (v->dtype() != st->args.dtype || v->NumElements() != e - b) {
+      Finish(st,
+             absl::InvalidArgumentError(absl::StrCat(
+                 Describe(st->args), ": ", st->group->devices[Mod(st->rank - 1, st->n)], " sent ",
+                 v->DebugString(0), " where ", e - b, " ", DataTypeString(st->args.dtype),
+                 " were expected (members disagree on "
+                 "the dtype or shape)")));
+      return;
+    }
+    char* dst = st->buffer.raw_data() + b * st->elem;
+    if (phase == 0) {
+      collective_math::Merge(st->args.dtype, st->args.merge_op, dst, v->raw_data(), e - b);
+    } else {
+      std::memcpy(dst, v->raw_data(), static_cast<size_t>((e - b) * st->elem));
+    }
+    RingStep(st, segment, phase, t + 1);
+  });
+}
+
+void RemoteCollectives::DoublingStep(std::shared_ptr<RunState> st, int k) {
+  if (Finished(st)) return;
+  const int n = st->n, r = st->rank;
+  if ((1 << k) >= n) {
+    collective_math::Finish(st->args.dtype, st->args.final_op, st->buffer.raw_data(),
+                            st->buffer.NumElements(), n);
+    Finish(st, absl::OkStatus());
+    return;
+  }
+  const int partner = r ^ (1 << k);
+  auto key = [&](int from) { return absl::StrCat(st->prefix, "rd", k, ";", from); };
+  Put(key(r), st->buffer.DeepCopy());
+  Fetch(st, partner, key(partner), [this, st, k, partner](absl::StatusOr<Tensor> v) {
+    if (!v.ok()) {
+      Finish(st, v.status());
+      return;
+    }
+    if (v->dtype() != st->args.dtype || v->shape() != st->buffer.shape()) {
+      Finish(st, absl::InvalidArgumentError(
+                     absl::StrCat(Describe(st->args), ": ", st->group->devices[partner], " sent ",
+                                  v->DebugString(0), " where ", DataTypeString(st->args.dtype), " ",
+                                  st->buffer.shape().DebugString(), " was expected")));
+      return;
+    }
+    // Merges are commutative, so both partners get the same bytes.
+    collective_math::Merge(st->args.dtype, st->args.merge_op, st->buffer.raw_data(), v->raw_data(),
+                           st->buffer.NumElements());
+    DoublingStep(st, k + 1);
+  });
+}
+
+void RemoteCollectives::SegmentDone(std::shared_ptr<RunState> st) {
+  if (st->segments_left.fetch_sub(1) == 1) Finish(st, absl::OkStatus());
+}
+
+void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status) {
+  std::vector<std::shared_ptr<CallOptions>> fetches;
+  {
+    std::lock_guard<std::mutex> l(st->mu);
+    if (st->finished) return;
+    st->finished = true;
+    fetches.swap(st->fetches);
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    running_.erase(st);
+  }
+  if (st->cancel != nullptr && st->token >= 0) st->cancel->DeregisterCallback(st->token);
+  if (!status.ok()) {
+    // Peers waiting on this member's pieces learn why; its own fetches stop.
+    if (!st->prefix.empty()) AbortPrefix(st->prefix, status);
+    for (auto& f : fetches) f->StartCancel();
+    st->done(status);
+    return;
+  }
+  st->done(std::move(st->buffer));
+}
+
+void RemoteCollectives::Put(const std::string& key, Tensor value) {
+  Waiter w{nullptr, nullptr, nullptr};
+  absl::Status failed;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = waiters_.find(key);
+    if (it == waiters_.end()) {
+      buffers_[key] = std::move(value);
+      return;
+    }
+    w = it->second;
+    waiters_.erase(it);
+  }
+  if (w.opts != nullptr) w.opts->ClearCancelCallback();
+  w.out->tensor = std::move(value);
+  w.out->is_dead = false;
+  w.done(absl::OkStatus());
+}
+
+void RemoteCollectives::Fetch(std::shared_ptr<RunState> st, int rank, const std::string& key,
+                              std::function<void(absl::StatusOr<Tensor>)> cb) {
+  const std::string device = st->group->devices[rank];
+  const std::string task = TaskOfDevice(device);
+  auto worker = workers_->GetWorker(task);
+  if (!worker.ok()) {
+    cb(absl::UnavailableError(
+        absl::StrCat(Describe(st->args), ": peer ", task, ": ", worker.status().message())));
+    return;
+  }
+  auto opts = std::make_shared<CallOptions>();
+  auto req = std::make_shared<RecvTensorRequest>();
+  auto res = std::make_shared<RecvTensorResult>();
+  req->set_rendezvous_key(key);
+  {
+    std::lock_guard<std::mutex> l(st->mu);
+    if (st->finished) return;
+    st->fetches.push_back(opts);
+  }
+  std::shared_ptr<WorkerInterface> w = *worker;
+  w->RecvTensorAsync(opts.get(), *req, res.get(),
+                     [st, opts, req, res, w, task, cb = std::move(cb)](const absl::Status& s) {
+                       {
+                         std::lock_guard<std::mutex> l(st->mu);
+                         auto& f = st->fetches;
+                         f.erase(std::remove(f.begin(), f.end(), opts), f.end());
+                       }
+                       if (!s.ok()) {
+                         std::string msg(s.message());
+                         cb(absl::Status(s.code(), absl::StrCat(Describe(st->args), ": peer ", task,
+                                                                msg.find(task) == std::string::npos
+                                                                    ? absl::StrCat(" (", msg, ")")
+                                                                    : absl::StrCat(": ", msg))));
+                         return;
+                       }
+                       cb(std::move(res->tensor));
+                     });
+}
+
+void RemoteCollectives::Serve(const std::string& key, CallOptions* opts, RecvTensorResult* out,
+                              StatusCallback done) {
+  if (absl::StartsWith(key, kJoin)) {
+    ServeJoin(key, out, std::move(done));
+  } else if (absl::StartsWith(key, kBuf)) {
+    Take(key, opts, out, std::move(done));
+  } else {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("task ", task_, ": bad collective key '", key, "'")));
+  }
+}
+
+void RemoteCollectives::ServeJoin(const std::string& key, RecvTensorResult* out,
+                                  StatusCallback done) {
+  // "collective;join;G;SIZE;DEVICE"
+  std::vector<std::string> parts =
+      absl::StrSplit(key.substr(sizeof(kJoin) - 1), absl::MaxSplits(';', 2));
+  int32_t group = 0;
+  int size = 0;
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &group) ||
+      !absl::SimpleAtoi(parts[1], &size) || size < 1) {
+    done(absl::InvalidArgumentError(absl::StrCat("task ", task_, ": bad join key '", key, "'")));
+    return;
+  }
+  const std::string& device = parts[2];
+  std::vector<Waiter> answer;
+  std::string members;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!aborted_.ok()) {
+      absl::Status why = aborted_;
+      done(why);
+      return;
+    }
+    auto [it, inserted] = leader_groups_.try_emplace(group);
+    LeaderGroup& g = it->second;
+    if (inserted) g.size = size;
+    if (g.size != size) {
+      done(absl::InvalidArgumentError(absl::StrCat("group ", group, " has group_size ", g.size,
+                                                   " (set by its first member) but device ", device,
+                                                   " says ", size)));
+      return;
+    }
+    if (g.devices.count(device) == 0) {
+      if (static_cast<int>(g.devices.size()) == g.size) {
+        done(absl::InvalidArgumentError(absl::StrCat(
+            "device ", device, " is not a member of group ", group, ", which is complete with ",
+            g.size, " devices (", absl::StrJoin(g.devices, ", "), ")")));
+        return;
+      }
+      g.devices.insert(device);
+    }
+    g.pending.push_back({out, std::move(done), nullptr});
+    if (static_cast<int>(g.devices.size()) < g.size) return;
+    members = absl::StrJoin(g.devices, "\n");
+    answer.swap(g.pending);
+  }
+  for (Waiter& w : answer) {
+    Tensor t(DT_UINT8, TensorShape({static_cast<int64_t>(members.size())}));
+    if (!members.empty()) std::memcpy(t.raw_data(), members.data(), members.size());
+    w.out->tensor = std::move(t);
+    w.out->is_dead = false;
+    w.done(absl::OkStatus());
+  }
+}
+
+void RemoteCollectives::Take(const std::string& key, CallOptions* opts, RecvTensorResult* out,
+                             StatusCallback done) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = buffers_.find(key);
+    if (it != buffers_.end()) {
+      out->tensor = std::move(it->second);
+      out->is_dead = false;
+      buffers_.erase(it);
+    } else {
+      absl::Status failed = aborted_;
+      for (const auto& [prefix, why] : failed_prefixes_) {
+        if (failed.ok() && absl::StartsWith(key, prefix)) failed = why;
+      }
+      if (failed.ok()) {
+        waiters_[key] = Waiter{out, std::move(done), opts};
+        done = nullptr;
+      } else {
+        done(failed);
+        return;
+      }
+    }
+  }
+  if (done) {
+    done(absl::OkStatus());
+    return;
+  }
+  if (opts != nullptr) {
+    opts->SetCancelCallback([this, key] {
+      StatusCallback cb;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        auto it = waiters_.find(key);
+        if (it == waiters_.end()) return;
+        cb = std::move(it->second.done);
+        waiters_.erase(it);
+      }
+      cb(absl::CancelledError(absl::StrCat("task ", task_, ": collective fetch cancelled")));
+    });
+  }
+}
+
+void RemoteCollectives::AbortPrefix(const std::string& prefix, const absl::Status& why) {
+  std::vector<Waiter> failed;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    failed_prefixes_.emplace(prefix, why);
+    for (auto it = waiters_.lower_bound(prefix);
+         it != waiters_.end() && absl::StartsWith(it->first, prefix);) {
+      failed.push_back(std::move(it->second));
+      it = waiters_.erase(it);
+    }
+    for (auto it = buffers_.lower_bound(prefix);
+         it != buffers_.end() && absl::StartsWith(it->first, prefix);) {
+      it = buffers_.erase(it);
+    }
+  }
+  for (Waiter& w : failed) {
+    if (w.opts != nullptr) w.opts->ClearCancelCallback();
+    w.done(why);
+  }
+}
+
+void RemoteCollectives::AbortAll(const absl::Status& why) {
+  std::vector<Waiter> failed;
+  std::vector<std::shared_ptr<RunState>> runs;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (aborted_.ok()) aborted_ = why;
+    for (auto& [key, w] : waiters_) failed.push_back(std::move(w));
+    waiters_.clear();
+    buffers_.clear();
+    for (auto& [group, g] : leader_groups_) {
+      for (Waiter& w : g.pending) failed.push_back(std::move(w));
+      g.pending.clear();
+    }
+    runs.assign(running_.begin(), running_.end());
+  }
+  for (Waiter& w : failed) {
+    if (w.opts != nullptr) w.opts->ClearCancelCallback();
+    w.done(why);
+  }
+  for (auto& st : runs) Finish(st, why);
+}
+
+void RemoteCollectives::TimerLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stopping_) {
+    if (deadlines_.empty()) {
+      timer_cv_.wait(l);
+      continue;
+    }
+    auto first = deadlines_.begin();
+    if (Clock::now() < first->first) {
+      timer_cv_.wait_until(l, first->first);
+      continue;
+    }
+    std::shared_ptr<RunState> st = first->second.lock();
+    deadlines_.erase(first);
+    if (st == nullptr) continue;
+    l.unlock();
+    bool done;
+    {
+      std::lock_guard<std::mutex> sl(st->mu);
+      done = st->finished;
+    }
+    if (!done) {
+      Finish(st, absl::DeadlineExceededError(
+                     absl::StrCat(Describe(st->args), ": timed out after ",
+                                  st->args.timeout_seconds, " s (members: ",
+                                  st->group != nullptr ? absl::StrJoin(st->group->devices, ", ")
+                                                       : std::string("group not yet complete"),
+                                  ")")));
+    }
+    l.lock();
+  }
+}
+
+}  // namespace distributed
+}  // namespace graphrun

@@ -1,0 +1,136 @@
+// RemoteCollectives: the CollectiveExecutor of a task of a cluster, for
+// groups whose members are devices of several tasks (multi-worker
+// all-reduce). One per task (its Worker's environment).
+//
+// Group resolution, as TensorFlow's distributed param resolver: a member
+// joins its group at the leader task (the chief, else worker 0) with a
+// RecvTensor of the key "collective;join;G;SIZE;DEVICE"; the leader answers
+// every member once group_size devices joined, with the members sorted
+// (their ranks). A member that says another group size, or a device beyond
+// a complete group, gets InvalidArgument naming it.
+//
+// Data moves with the task's RecvTensor transport (the data channel, or
+// gRPC), by pull: a member publishes each piece it sends under a key in its
+// own buffer table, and the peer that needs it fetches it. Algorithms:
+//   * ring (reduce-scatter then all-gather, the tensor split into
+//     segments that run as independent rings, so transfers and merges of
+//     different segments overlap);
+//   * recursive doubling for small tensors on a power-of-two group.
+// "auto" picks recursive doubling up to kSmallBytes, else the ring;
+// communication_hint "ring" / "recursive_doubling" overrides. Each chunk's
+// final value is computed by one member and copied to the others (ring),
+// or by the same commutative merges on every member (doubling), so every
+// member gets bit-identical bytes.
+//
+// A peer that fails (its connection closes: the task died) fails the run
+// with Unavailable naming that task; the run's pending buffers then fail
+// their takers with the same error, so the whole group learns it.
+//
+// Thread-safe.
+#ifndef GRAPHRUN_DISTRIBUTED_COLLECTIVE_REMOTE_H_
+#define GRAPHRUN_DISTRIBUTED_COLLECTIVE_REMOTE_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "distributed/worker_interface.h"
+#include "kernels/collective.h"
+
+namespace graphrun {
+namespace distributed {
+
+class RemoteCollectives final : public CollectiveExecutor {
+ public:
+  // Up to this many bytes "auto" uses recursive doubling (power-of-two
+  // groups).
+  static constexpr int64_t kSmallBytes = 64 << 10;
+
+  // `task` is this task; `workers` reaches every task (this one included);
+  // `leader` is the task that resolves groups.
+  RemoteCollectives(std::string task, WorkerCacheInterface* workers, std::string leader);
+  ~RemoteCollectives() override;
+
+  // The leader of a cluster: its chief, else worker 0, else its first task.
+  static std::string LeaderOf(const std::vector<std::string>& tasks);
+  // True for the RecvTensor keys Serve handles.
+  static bool IsCollectiveKey(const std::string& key);
+
+  void Run(const CollectiveArgs& args, const Tensor& input, CancellationManager* cancel,
+           DoneCallback done) override;
+
+  // A peer's RecvTensor of a collective key: a group join (on the leader)
+  // or a published buffer. `opts` (may be null) cancels the wait.
+  void Serve(const std::string& key, CallOptions* opts, RecvTensorResult* out, StatusCallback done);
+
+  // Fails every pending run, join and buffer wait with `why` (the task is
+  // stopping); later calls fail at once.
+  void AbortAll(const absl::Status& why);
+
+  struct RunState;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Group {
+    int size = 0;
+    std::vector<std::string> devices;  // sorted: the ranks
+  };
+  struct Waiter {
+    RecvTensorResult* out;
+    StatusCallback done;
+    CallOptions* opts;
+  };
+  struct LeaderGroup {
+    int size = 0;
+    std::set<std::string> devices;
+    std::vector<Waiter> pending;
+  };
+
+  // Resolves args' group through the leader (cached once known).
+  void ResolveGroup(std::shared_ptr<RunState> st);
+  void Start(std::shared_ptr<RunState> st);
+  void RingStep(std::shared_ptr<RunState> st, int segment, int phase, int t);
+  void DoublingStep(std::shared_ptr<RunState> st, int k);
+  void SegmentDone(std::shared_ptr<RunState> st);
+  static bool Finished(const std::shared_ptr<RunState>& st);
+  void Finish(std::shared_ptr<RunState> st, absl::Status status);
+  // Publishes `value` under `key` in this task's table.
+  void Put(const std::string& key, Tensor value);
+  // Fetches `key` from the task of `rank`'s device.
+  void Fetch(std::shared_ptr<RunState> st, int rank, const std::string& key,
+             std::function<void(absl::StatusOr<Tensor>)> cb);
+  void ServeJoin(const std::string& key, RecvTensorResult* out, StatusCallback done);
+  void Take(const std::string& key, CallOptions* opts, RecvTensorResult* out, StatusCallback done);
+  void AbortPrefix(const std::string& prefix, const absl::Status& why);
+  void TimerLoop();
+
+  const std::string task_;
+  WorkerCacheInterface* const workers_;
+  const std::string leader_;
+
+  std::mutex mu_;
+  absl::Status aborted_;                                    // AbortAll's reason
+  std::map<int32_t, std::shared_ptr<const Group>> groups_;  // resolved (member side)
+  std::map<int32_t, LeaderGroup> leader_groups_;            // leader side
+  std::map<std::tuple<int32_t, int32_t, std::string>, int64_t> next_run_;
+  std::map<std::string, Tensor> buffers_;
+  std::map<std::string, Waiter> waiters_;
+  std::map<std::string, absl::Status> failed_prefixes_;
+  std::set<std::shared_ptr<RunState>> running_;
+  std::multimap<Clock::time_point, std::weak_ptr<RunState>> deadlines_;
+  std::condition_variable timer_cv_;
+  bool stopping_ = false;
+  std::thread timer_;
+};
+
+}  // namespace distributed
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_DISTRIBUTED_COLLECTIVE_REMOTE_H_
