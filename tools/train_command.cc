@@ -30,11 +30,15 @@ const FlagSet& TrainFlagSet() {
   static const FlagSet* kFlags = [] {
     auto* f = new FlagSet();
     f->String("model", "mlp|cnn", "model of the zoo (default mlp)")
-        .String("distribution", "parameter_server|mirrored",
+        .String("distribution", "parameter_server|mirrored|multi_worker_mirrored",
                 "how training replicates: parameter servers (default; the embedded cluster or "
-                "TF_CONFIG) or mirrored (--num_replicas in-graph replicas in this process, "
-                "gradients all-reduced)")
+                "TF_CONFIG), mirrored (--num_replicas in-graph replicas in this process) or "
+                "multi_worker_mirrored (one process per worker: --workers of the embedded "
+                "cluster, or TF_CONFIG; no PS); both all-reduce the gradients")
         .String("num_replicas", "N", "mirrored: replicas, one CPU device each (default 2)")
+        .String("auto_shard_policy", "auto|data|file|off",
+                "multi_worker_mirrored: how the training data is split among the workers, as "
+                "tf.data's (default auto)")
         .String("allreduce_pack_bytes", "N",
                 "all-reduce: gradients fused into packs of at most N bytes (default 4194304; 0: "
                 "one collective per gradient)")
@@ -99,22 +103,34 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   }
   c.data_dir = f.GetString("data", c.data_dir);
   c.distribution = f.GetString("distribution", c.distribution);
-  if (c.distribution != "parameter_server" && c.distribution != "mirrored") {
+  if (c.distribution != "parameter_server" && c.distribution != "mirrored" &&
+      c.distribution != "multi_worker_mirrored") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--distribution: '", c.distribution, "' is not parameter_server or mirrored"));
+        absl::StrCat("--distribution: '", c.distribution,
+                     "' is not parameter_server, mirrored or multi_worker_mirrored"));
   }
   const bool mirrored = c.distribution == "mirrored";
-  if (!mirrored && (f.Has("num_replicas") || f.Has("allreduce_pack_bytes"))) {
-    return absl::InvalidArgumentError(
-        "--num_replicas/--allreduce_pack_bytes: only with --distribution=mirrored");
+  const bool multi_worker = c.distribution == "multi_worker_mirrored";
+  if (!mirrored && f.Has("num_replicas")) {
+    return absl::InvalidArgumentError("--num_replicas: only with --distribution=mirrored");
   }
-  if (mirrored) {
-    for (const char* flag : {"ps", "workers", "local", "in_process", "sync", "strategy"}) {
+  if (!mirrored && !multi_worker && f.Has("allreduce_pack_bytes")) {
+    return absl::InvalidArgumentError(
+        "--allreduce_pack_bytes: only with --distribution=mirrored or multi_worker_mirrored");
+  }
+  if (!multi_worker && f.Has("auto_shard_policy")) {
+    return absl::InvalidArgumentError(
+        "--auto_shard_policy: only with --distribution=multi_worker_mirrored");
+  }
+  if (mirrored || multi_worker) {
+    std::vector<const char*> not_with = {"ps", "local", "in_process", "sync", "strategy"};
+    if (mirrored) not_with.push_back("workers");
+    for (const char* flag : not_with) {
       if (f.Has(flag)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("--", flag,
-                         ": not with --distribution=mirrored (in-graph replicas in one process, "
-                         "no parameter servers)"));
+            absl::StrCat("--", flag, ": not with --distribution=", c.distribution,
+                         mirrored ? " (in-graph replicas in one process, no parameter servers)"
+                                  : " (one process per worker, no parameter servers)"));
       }
     }
     GR_ASSIGN_OR_RETURN(int64_t replicas, f.GetInt("num_replicas", c.num_replicas, 1, 256));
@@ -122,6 +138,12 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
     GR_ASSIGN_OR_RETURN(
         c.allreduce_pack_bytes,
         f.GetInt("allreduce_pack_bytes", c.allreduce_pack_bytes, 0, int64_t{1} << 40));
+    c.auto_shard_policy = f.GetString("auto_shard_policy", c.auto_shard_policy);
+    if (c.auto_shard_policy != "auto" && c.auto_shard_policy != "data" &&
+        c.auto_shard_policy != "file" && c.auto_shard_policy != "off") {
+      return absl::InvalidArgumentError(absl::StrCat("--auto_shard_policy: '", c.auto_shard_policy,
+                                                     "' is not auto, data, file or off"));
+    }
   }
   c.local = f.GetBool("local");
   c.in_process = f.GetBool("in_process");
@@ -130,7 +152,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   }
   GR_ASSIGN_OR_RETURN(int64_t ps, f.GetInt("ps", c.ps, 1, 64));
   GR_ASSIGN_OR_RETURN(int64_t workers, f.GetInt("workers", c.workers, 1, 64));
-  c.ps = static_cast<int>(ps);
+  c.ps = multi_worker ? 0 : static_cast<int>(ps);
   c.workers = static_cast<int>(workers);
   c.sync = f.GetBool("sync");
   if (c.sync && c.local) {
@@ -169,17 +191,19 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   if (f.Has("strategy") && c.local) {
     return absl::InvalidArgumentError("--strategy: --local places nothing (no PS tasks)");
   }
-  if (mirrored) {
-    auto per_replica = data::PerReplicaBatchSize(c.batch_size, c.num_replicas);
-    if (!per_replica.ok() || c.batch_size % c.num_replicas != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--batch_size: the global batch ",
-                                                     c.batch_size, " does not divide evenly among ",
-                                                     c.num_replicas, " replicas"));
+  const char* tf_config = std::getenv("TF_CONFIG");
+  const bool external = tf_config != nullptr && *tf_config;
+  if (mirrored || (multi_worker && !external)) {
+    const int replicas = mirrored ? c.num_replicas : c.workers;
+    if (c.batch_size < replicas || c.batch_size % replicas != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--batch_size: the global batch ", c.batch_size, " does not divide evenly among ",
+          replicas, mirrored ? " replicas" : " workers"));
     }
-  } else if (!c.local) {
+  } else if (!c.local && !multi_worker) {
     // Checked here, before any task starts.
     GR_RETURN_IF_ERROR(train_internal::CheckTrainStrategy(c.strategy));
-    if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config == nullptr || !*tf_config) {
+    if (!external) {
       auto per_replica = data::PerReplicaBatchSize(c.batch_size, c.workers);
       if (!per_replica.ok()) {
         return absl::InvalidArgumentError(
@@ -262,8 +286,11 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
   }
   if (log != nullptr) {
     *log << "graphrun train: " << c.model << " on " << c.data_dir << ", "
-         << (c.local
-                 ? std::string("local (one process)")
+         << (c.local ? std::string("local (one process)")
+             : c.distribution == "multi_worker_mirrored"
+                 ? absl::StrCat(c.workers,
+                                " workers (one process each), multi_worker_mirrored: gradients "
+                                "all-reduced, no PS")
                  : absl::StrCat(c.ps, " PS + ", c.workers, " workers, ", c.sync ? "sync" : "async"))
          << ", " << c.optimizer << ", global batch " << c.batch_size << "\n";
   }
@@ -312,8 +339,7 @@ std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
       ", \"last_loss\": ", OptNum(r.last_loss), ", \"examples\": ", r.examples,
       ", \"seconds\": ", FormatDoubleShortest(r.seconds), ", \"model\": ", JsonQuote(c.model),
       ", \"mode\": ", JsonQuote(r.mode), ", \"ps\": ", r.num_ps, ", \"workers\": ", r.num_workers,
-      ", \"sync\": ", c.sync ? "true" : "false",
-      ", \"strategy\": ",
+      ", \"sync\": ", c.sync ? "true" : "false", ", \"strategy\": ",
       c.local || c.distribution != "parameter_server" ? "null" : JsonQuote(c.strategy),
       ", \"optimizer\": ", JsonQuote(c.optimizer), ", \"batch_size\": ", c.batch_size,
       ", \"checkpoint\": ", r.checkpoint.empty() ? "null" : JsonQuote(r.checkpoint),

@@ -42,8 +42,11 @@ struct TrainConfig {
   // How training replicates: parameter_server (between-graph, the
   // embedded cluster or TF_CONFIG), mirrored (in-graph, one process).
   std::string distribution = "parameter_server";
+  // multi_worker_mirrored: one process per worker (the embedded cluster's
+  // --workers, or TF_CONFIG), no PS.
   int num_replicas = 2;                             // mirrored
-  int64_t allreduce_pack_bytes = int64_t{4} << 20;  // mirrored
+  int64_t allreduce_pack_bytes = int64_t{4} << 20;  // all-reduce distributions
+  std::string auto_shard_policy = "auto";           // multi_worker_mirrored: auto|data|file|off
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   bool local = false;
   // The embedded cluster's tasks as servers in this process instead of one

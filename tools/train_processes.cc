@@ -32,7 +32,6 @@ std::vector<std::string> TrainFlags(const TrainConfig& c) {
       absl::StrCat("--batch_size=", c.batch_size),
       "--optimizer=" + c.optimizer,
       "--checkpoint_dir=" + c.checkpoint_dir,
-      "--strategy=" + c.strategy,
       absl::StrCat("--seed=", c.seed),
       absl::StrCat("--intra_op_threads=", c.intra_op_threads),
       absl::StrCat("--inter_op_threads=", c.inter_op_threads),
@@ -42,6 +41,12 @@ std::vector<std::string> TrainFlags(const TrainConfig& c) {
   if (c.epochs >= 0) f.push_back(absl::StrCat("--epochs=", c.epochs));
   if (c.learning_rate > 0) f.push_back("--learning_rate=" + FormatDoubleShortest(c.learning_rate));
   if (c.sync) f.push_back("--sync");
+  if (c.distribution == "parameter_server") f.push_back("--strategy=" + c.strategy);
+  if (c.distribution != "parameter_server") {
+    f.push_back("--distribution=" + c.distribution);
+    f.push_back(absl::StrCat("--allreduce_pack_bytes=", c.allreduce_pack_bytes));
+    f.push_back("--auto_shard_policy=" + c.auto_shard_policy);
+  }
   return f;
 }
 

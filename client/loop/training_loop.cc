@@ -67,7 +67,8 @@ absl::StatusOr<std::unique_ptr<TrainingLoop>> TrainingLoop::Create(const Scope& 
   }
   loop->global_step_now_ = graph.global_step->Read(s);
   loop->global_step_after_ = graph.global_step->Read(s.WithControlDependencies({graph.train_op}));
-  if (options.is_chief && !options.checkpoint_dir.empty()) {
+  if ((options.is_chief || options.initializes_own_variables) &&
+      !options.checkpoint_dir.empty()) {
     if (graph.variables.empty()) {
       return absl::InvalidArgumentError("TrainingLoop: checkpoints need variables to save");
     }
@@ -96,7 +97,7 @@ absl::StatusOr<bool> TrainingLoop::AllInitialized(const ClientSession& session) 
 
 absl::StatusOr<std::optional<int64_t>> TrainingLoop::PrepareVariables(
     const ClientSession& session) {
-  if (options_.is_chief) {
+  if (options_.is_chief || options_.initializes_own_variables) {
     // A task the chief needs may not be up yet (tasks of a cluster start
     // in any order): Unavailable is retried until init_timeout, as
     // TensorFlow's master waits for its workers.
@@ -155,7 +156,7 @@ absl::StatusOr<std::optional<int64_t>> TrainingLoop::InitializeOrRestore(
 }
 
 absl::StatusOr<std::string> TrainingLoop::Save(const ClientSession& session) {
-  if (!saver_.has_value()) {
+  if (!saver_.has_value() || !options_.is_chief) {
     return absl::FailedPreconditionError(
         "TrainingLoop: only the chief with a checkpoint_dir saves");
   }
@@ -226,7 +227,7 @@ absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& sess
     info.seconds = SecondsSince(t0);
     summary.last_metrics = info.metrics;
     for (const auto& hook : options_.hooks) hook->AfterStep(info, graph_.metric_names);
-    if (saver_.has_value()) {
+    if (saver_.has_value() && options_.is_chief) {
       bool by_steps = options_.save_checkpoint_steps > 0 &&
                       summary.global_step - last_save_step >= options_.save_checkpoint_steps;
       bool by_time = options_.save_checkpoint_secs > 0 &&
@@ -242,7 +243,7 @@ absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& sess
   summary.seconds = SecondsSince(t0);
   for (const auto& hook : options_.hooks) GR_RETURN_IF_ERROR(hook->AfterLoop(session));
   summary.examples_per_sec = summary.seconds > 0 ? summary.examples / summary.seconds : 0;
-  if (saver_.has_value() && options_.save_at_end) {
+  if (saver_.has_value() && options_.is_chief && options_.save_at_end) {
     GR_ASSIGN_OR_RETURN(summary.global_step, ReadGlobalStep(session));
     if (summary.global_step != last_save_step || summary.last_checkpoint.empty()) {
       GR_ASSIGN_OR_RETURN(summary.last_checkpoint,

@@ -132,6 +132,11 @@ class LoggingHook : public TrainingHook {
 
 struct TrainingLoopOptions {
   bool is_chief = true;
+  // A worker that is not the chief still initializes its variables, or
+  // restores them from the latest checkpoint, itself (it holds its own
+  // copy, as MultiWorkerMirroredStrategy's workers do); only the chief
+  // saves.
+  bool initializes_own_variables = false;
   // Checkpoints (chief only); empty: none, and no restore.
   std::string checkpoint_dir;
   int64_t save_checkpoint_steps = 0;  // 0: not by steps

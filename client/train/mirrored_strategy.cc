@@ -35,8 +35,9 @@ std::string AllReducePlan::Summary() const {
 absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
     const Scope& scope, const std::vector<std::string>& devices,
     const std::vector<std::vector<Output>>& per_replica, const std::vector<PartialShape>& shapes,
-    const AllReduceOptions& options, AllReducePlan* plan) {
+    const AllReduceOptions& options, AllReducePlan* plan, int group_size) {
   const int n = static_cast<int>(devices.size());
+  const int members = group_size > 0 ? group_size : n;
   if (n < 1 || static_cast<int>(per_replica.size()) != n) {
     return absl::InvalidArgumentError(
         absl::StrCat("all-reduce: ", per_replica.size(), " replicas' tensors for ", n, " devices"));
@@ -81,7 +82,7 @@ absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
                    .TimeoutSeconds(options.timeout_seconds);
   for (int k = 0; k < n; ++k) {
     Scope s = scope.WithDevice(devices[k]).NewSubScope("allreduce");
-    Output group_size = ops::Const(s.WithOpName("group_size"), int32_t{n});
+    Output size = ops::Const(s.WithOpName("group_size"), int32_t{members});
     Output group_key = ops::Const(s.WithOpName("group_key"), options.group_key);
     for (size_t p = 0; p < packs.size(); ++p) {
       const std::vector<size_t>& pack = packs[p];
@@ -90,7 +91,7 @@ absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
                                    int32_t{options.first_instance_key + static_cast<int32_t>(p)});
       if (pack.size() == 1) {
         out[k][pack[0]] =
-            ops::CollectiveReduceV2(ps, per_replica[k][pack[0]], group_size, group_key, instance,
+            ops::CollectiveReduceV2(ps, per_replica[k][pack[0]], size, group_key, instance,
                                     InputList(std::vector<Input>{}), "Add", "Div", attrs);
         continue;
       }
@@ -102,7 +103,7 @@ absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
       }
       Output packed = ops::ConcatV2(ps, InputList(flats), int32_t{0});
       Output reduced =
-          ops::CollectiveReduceV2(ps, packed, group_size, group_key, instance,
+          ops::CollectiveReduceV2(ps, packed, size, group_key, instance,
                                   InputList(std::vector<Input>{}), "Add", "Div", attrs);
       auto parts = ops::SplitV(ps, reduced, Tensor::FromVector<int64_t>(sizes), int32_t{0},
                                static_cast<int64_t>(pack.size()));
@@ -121,7 +122,7 @@ absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
     plan->tensors = static_cast<int>(count);
     plan->packs = static_cast<int>(packs.size());
     plan->bytes = total_bytes;
-    plan->replicas = n;
+    plan->replicas = members;
     plan->algorithm = options.communication_hint;
   }
   return out;
@@ -193,9 +194,15 @@ absl::StatusOr<std::vector<std::vector<Output>>> MirroredStrategy::AllReduce(
 
 absl::StatusOr<Operation> MirroredStrategy::BuildMirrorSync(
     const Scope& scope, const std::vector<std::vector<Variable>>& copies) const {
-  if (copies.size() != static_cast<size_t>(num_replicas())) {
+  return train::BuildMirrorSync(scope, devices_, copies);
+}
+
+absl::StatusOr<Operation> BuildMirrorSync(const Scope& scope,
+                                          const std::vector<std::string>& devices,
+                                          const std::vector<std::vector<Variable>>& copies) {
+  if (copies.size() != devices.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "mirrored: ", copies.size(), " replicas' variables for ", num_replicas(), " replicas"));
+        "mirrored: ", copies.size(), " replicas' variables for ", devices.size(), " replicas"));
   }
   Scope s = scope.NewSubScope("mirror_sync");
   std::vector<Operation> assigns;
@@ -213,7 +220,7 @@ absl::StatusOr<Operation> MirroredStrategy::BuildMirrorSync(
             absl::StrCat("mirrored: ", copy.name(), " is ", DataTypeString(copy.dtype()), " but ",
                          primary.name(), " is ", DataTypeString(primary.dtype())));
       }
-      assigns.push_back(copy.Assign(s, primary.Read(s.WithDevice(devices_[k]))));
+      assigns.push_back(copy.Assign(s, primary.Read(s.WithDevice(devices[k]))));
     }
   }
   Operation done = ops::NoOp(s.WithOpName("done").WithControlDependencies(assigns));
@@ -226,18 +233,32 @@ absl::StatusOr<MirroredTrainStep> MirroredStrategy::BuildTrainStep(
     const ModelFn& model_fn, const OptimizerFn& optimizer_fn, const Variable* global_step) const {
   GR_ASSIGN_OR_RETURN(int64_t per_replica, PerReplicaBatch(global_batch));
   const int n = num_replicas();
-  std::vector<std::vector<Output>> inputs(n);
+  LocalReplicas local;
+  local.inputs.resize(n);
   Scope input_scope = root.WithDevice(devices_[0]);
   for (const Output& in : global_inputs) {
     std::vector<Output> pieces = SplitBatch(input_scope, in, per_replica);
-    for (int k = 0; k < n; ++k) inputs[k].push_back(pieces[k]);
+    for (int k = 0; k < n; ++k) local.inputs[k].push_back(pieces[k]);
+  }
+  for (int k = 0; k < n; ++k) local.scopes.push_back(ReplicaScope(root, k));
+  local.devices = devices_;
+  return BuildAllReduceTrainStep(root, local, n, options_, model_fn, optimizer_fn, global_step);
+}
+
+absl::StatusOr<MirroredTrainStep> BuildAllReduceTrainStep(
+    const Scope& root, const LocalReplicas& local, int group_size, const AllReduceOptions& options,
+    const ModelFn& model_fn, const OptimizerFn& optimizer_fn, const Variable* global_step) {
+  const int n = static_cast<int>(local.scopes.size());
+  if (n < 1 || local.devices.size() != local.scopes.size() ||
+      local.inputs.size() != local.scopes.size()) {
+    return absl::InvalidArgumentError("all-reduce training: ragged local replicas");
   }
   MirroredTrainStep step;
   std::vector<std::vector<Output>> grads(n);
   std::vector<std::vector<Variable>> trainable(n);
   for (int k = 0; k < n; ++k) {
-    Scope s = ReplicaScope(root, k);
-    GR_ASSIGN_OR_RETURN(ReplicaModel m, model_fn(s, k, inputs[k]));
+    const Scope& s = local.scopes[k];
+    GR_ASSIGN_OR_RETURN(ReplicaModel m, model_fn(s, k, local.inputs[k]));
     if (k > 0 && (m.trainable.size() != step.replicas[0].trainable.size() ||
                   m.variables.size() != step.replicas[0].variables.size() ||
                   m.metrics.size() != step.replicas[0].metrics.size())) {
@@ -262,11 +283,12 @@ absl::StatusOr<MirroredTrainStep> MirroredStrategy::BuildTrainStep(
   }
   std::vector<PartialShape> shapes;
   for (const Variable& v : trainable[0]) shapes.push_back(v.shape());
-  GR_ASSIGN_OR_RETURN(std::vector<std::vector<Output>> reduced,
-                      AllReduce(root, grads, shapes, &step.plan));
+  GR_ASSIGN_OR_RETURN(
+      std::vector<std::vector<Output>> reduced,
+      AllReduceMean(root, local.devices, grads, shapes, options, &step.plan, group_size));
   std::vector<Operation> applies;
   for (int k = 0; k < n; ++k) {
-    Scope s = ReplicaScope(root, k);
+    Scope s = local.scopes[k];
     if (!step.replicas[k].update_ops.empty()) {
       s = s.WithControlDependencies(step.replicas[k].update_ops);
     }
@@ -277,7 +299,7 @@ absl::StatusOr<MirroredTrainStep> MirroredStrategy::BuildTrainStep(
     GR_ASSIGN_OR_RETURN(Operation apply, step.optimizers[k]->ApplyGradients(s, gv));
     applies.push_back(apply);
   }
-  Scope s0 = root.WithDevice(devices_[0]);
+  Scope s0 = root.WithDevice(local.devices[0]);
   if (global_step != nullptr) {
     Operation inc =
         global_step->AssignAdd(s0.WithControlDependencies(applies).WithOpName("step"), int64_t{1});
@@ -285,13 +307,18 @@ absl::StatusOr<MirroredTrainStep> MirroredStrategy::BuildTrainStep(
   } else {
     step.train_op = ops::NoOp(s0.WithOpName("train").WithControlDependencies(applies));
   }
+  auto mean = [&](const Scope& s, const std::vector<Output>& values) -> Output {
+    if (values.size() == 1) return ops::Identity(s, values[0]);
+    std::vector<Input> in(values.begin(), values.end());
+    return ops::RealDiv(s, ops::AddN(s, InputList(in)), static_cast<float>(values.size()));
+  };
   std::vector<Output> losses;
   for (const ReplicaModel& m : step.replicas) losses.push_back(m.loss);
-  step.loss = MeanOfReplicas(s0.NewSubScope("loss"), losses);
+  step.loss = mean(s0.NewSubScope("loss"), losses);
   for (size_t i = 0; i < step.replicas[0].metrics.size(); ++i) {
     std::vector<Output> values;
     for (const ReplicaModel& m : step.replicas) values.push_back(m.metrics[i]);
-    step.metrics.push_back(MeanOfReplicas(s0.NewSubScope(absl::StrCat("metric_", i)), values));
+    step.metrics.push_back(mean(s0.NewSubScope(absl::StrCat("metric_", i)), values));
   }
   std::vector<std::vector<Variable>> copies(n);
   for (int k = 0; k < n; ++k) {
@@ -299,7 +326,7 @@ absl::StatusOr<MirroredTrainStep> MirroredStrategy::BuildTrainStep(
     for (const Variable& v : step.optimizers[k]->variables()) copies[k].push_back(v);
   }
   step.saved = copies[0];
-  GR_ASSIGN_OR_RETURN(step.mirror_sync, BuildMirrorSync(root, copies));
+  GR_ASSIGN_OR_RETURN(step.mirror_sync, BuildMirrorSync(root, local.devices, copies));
   GR_RETURN_IF_ERROR(root.status());
   return step;
 }

@@ -62,11 +62,13 @@ struct AllReducePlan {
 // All-reduce (mean) of per_replica[k][j], replica k's j-th tensor, built on
 // devices[k]; shapes[j] is tensor j's shape (fully defined shapes pack;
 // others go alone). Returns the means, out[k][j] on devices[k].
-// InvalidArgument for ragged inputs or unsupported dtypes.
+// `group_size` > 0: the group has that many members, of which these
+// devices are some (between-graph replication builds only its own);
+// 0: exactly these devices. InvalidArgument for ragged inputs.
 absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
     const Scope& scope, const std::vector<std::string>& devices,
     const std::vector<std::vector<Output>>& per_replica, const std::vector<PartialShape>& shapes,
-    const AllReduceOptions& options, AllReducePlan* plan = nullptr);
+    const AllReduceOptions& options, AllReducePlan* plan = nullptr, int group_size = 0);
 
 // What one replica's model function builds.
 struct ReplicaModel {
@@ -93,6 +95,28 @@ struct MirroredTrainStep {
   std::vector<std::unique_ptr<Optimizer>> optimizers;
   AllReducePlan plan;
 };
+
+// The replicas a process builds: replica k in scopes[k] (its device and
+// name scope), on devices[k], with its slices of the batch inputs[k].
+struct LocalReplicas {
+  std::vector<Scope> scopes;
+  std::vector<std::string> devices;
+  std::vector<std::vector<Output>> inputs;
+};
+
+// The synchronous all-reduce training step over `local` replicas, members
+// of a group of `group_size` (all of them in-graph for MirroredStrategy;
+// this worker's one for MultiWorkerMirroredStrategy): model_fn per replica,
+// gradients all-reduced (mean), one optimizer per replica applying them,
+// `global_step` (may be null) incremented once, on local.devices[0].
+absl::StatusOr<MirroredTrainStep> BuildAllReduceTrainStep(
+    const Scope& root, const LocalReplicas& local, int group_size, const AllReduceOptions& options,
+    const ModelFn& model_fn, const OptimizerFn& optimizer_fn, const Variable* global_step);
+
+// Assigns copies[k][j] := copies[0][j] on devices[k], k >= 1.
+absl::StatusOr<Operation> BuildMirrorSync(const Scope& scope,
+                                          const std::vector<std::string>& devices,
+                                          const std::vector<std::vector<Variable>>& copies);
 
 class MirroredStrategy {
  public:

@@ -99,6 +99,7 @@ class GrpcServer {
   void UpdateCluster(const ClusterSpec& cluster);
 
   Worker* worker() { return worker_.get(); }
+  RemoteCollectives* collectives() { return collectives_.get(); }
   Master* master() { return master_.get(); }
   DeviceMgr* device_mgr() { return device_mgr_.get(); }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "client/loop/saver.h"
 #include "gtest/gtest.h"
 #include "tools/train_command.h"
@@ -443,6 +444,92 @@ TEST(TrainTest, MirroredReachesAccuracyAndResumesOnMoreReplicas) {
   EXPECT_GE(*resumed->test_accuracy, 0.85);
 }
 
+// --distribution=multi_worker_mirrored, one process per worker (2), no PS:
+// worker 1 is killed with SIGKILL after the step-200 checkpoint; the
+// chief's all-reduce fails naming it, the command restarts the job from
+// the last checkpoint (every worker restores it) and trains to exactly
+// the last step, at the accuracy bar.
+TEST(TrainTest, MultiWorkerMirroredRecoversFromAKilledWorker) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string dir = TempDir("multi_worker");
+  TrainConfig c = Config(dir);
+  c.distribution = "multi_worker_mirrored";
+  c.ps = 0;
+  c.workers = 2;
+  c.steps = 1000;
+  c.save_checkpoint_steps = 100;
+  BackgroundTrain run(c);
+  auto latest_step = [&] {
+    auto l = client::Saver::LatestCheckpoint(dir);
+    return l.ok() ? client::Saver::StepOfPrefix(*l) : int64_t{-1};
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (latest_step() < 200 && !run.done() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::vector<pid_t> workers = ChildrenRunning(" train ");
+  ASSERT_EQ(workers.size(), 1u) << "the run ended before its step-200 checkpoint";
+  const int64_t saved_before_kill = latest_step();
+  kill(workers[0], SIGKILL);
+  ASSERT_TRUE(run.WaitFor(std::chrono::seconds(120)))
+      << "the run did not end within 120 s of the kill";
+  const absl::StatusOr<TrainResult>& r = run.result();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->restarts, 1);
+  ASSERT_TRUE(r->restored_from_step.has_value());
+  EXPECT_GE(*r->restored_from_step, saved_before_kill);
+  EXPECT_LT(*r->restored_from_step, 1000);
+  EXPECT_EQ(r->global_step, 1000);  // lockstep: exactly the last step
+  EXPECT_EQ(client::Saver::StepOfPrefix(r->checkpoint), 1000);
+  ASSERT_TRUE(r->test_accuracy.has_value());
+  EXPECT_GE(*r->test_accuracy, 0.85);
+  ASSERT_TRUE(r->allreduce.has_value());
+  EXPECT_EQ(r->allreduce->replicas, 2);
+  EXPECT_TRUE(ChildrenRunning("graphrun").empty());  // every task process stopped
+}
+
+// Without a checkpoint to restart from, a killed worker ends the run at
+// once: Unavailable naming it (3 workers: the chief learns it through
+// worker 2, whose all-reduce step fetches from the dead worker 1).
+TEST(TrainTest, MultiWorkerMirroredDeadWorkerIsNamedWithoutCheckpoints) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  TrainConfig c = Config("");
+  c.distribution = "multi_worker_mirrored";
+  c.ps = 0;
+  c.workers = 3;
+  c.batch_size = 255;
+  c.steps = 1000000;
+  BackgroundTrain run(c);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<pid_t> workers;
+  while (workers.size() < 2 && !run.done() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    workers = ChildrenRunning(" train ");
+  }
+  ASSERT_EQ(workers.size(), 2u);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  pid_t worker1 = 0;
+  for (pid_t pid : workers) {
+    // Its TF_CONFIG names it.
+    if (ReadFile(absl::StrCat("/proc/", pid, "/environ")).find(R"("index": 1})") !=
+        std::string::npos) {
+      worker1 = pid;
+    }
+  }
+  ASSERT_NE(worker1, 0);
+  kill(worker1, SIGKILL);
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(run.WaitFor(std::chrono::seconds(60)));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const absl::StatusOr<TrainResult>& r = run.result();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_NE(r.status().message().find("/job:worker/replica:0/task:1"), std::string::npos)
+      << r.status();
+  EXPECT_LT(secs, 10.0);  // the error itself is immediate: a closed connection
+  EXPECT_TRUE(ChildrenRunning("graphrun").empty());
+}
+
 TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
   auto bad_batch = ParseTrainFlags({"--distribution=mirrored", "--num_replicas=3"});
   ASSERT_FALSE(bad_batch.ok());
@@ -455,6 +542,24 @@ TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
             "parameter servers)");
   EXPECT_FALSE(ParseTrainFlags({"--num_replicas=2"}).ok());
   EXPECT_FALSE(ParseTrainFlags({"--distribution=horovod"}).ok());
+  auto mw_ps = ParseTrainFlags({"--distribution=multi_worker_mirrored", "--ps=1"});
+  ASSERT_FALSE(mw_ps.ok());
+  EXPECT_EQ(mw_ps.status().message(),
+            "--ps: not with --distribution=multi_worker_mirrored (one process per worker, no "
+            "parameter servers)");
+  auto mw_batch = ParseTrainFlags({"--distribution=multi_worker_mirrored", "--workers=3"});
+  ASSERT_FALSE(mw_batch.ok());
+  EXPECT_EQ(mw_batch.status().message(),
+            "--batch_size: the global batch 256 does not divide evenly among 3 workers");
+  EXPECT_FALSE(ParseTrainFlags({"--auto_shard_policy=data"}).ok());
+  EXPECT_FALSE(
+      ParseTrainFlags({"--distribution=multi_worker_mirrored", "--auto_shard_policy=x"}).ok());
+  auto mw = ParseTrainFlags(
+      {"--distribution=multi_worker_mirrored", "--workers=4", "--auto_shard_policy=data"});
+  ASSERT_TRUE(mw.ok()) << mw.status();
+  EXPECT_EQ(mw->ps, 0);
+  EXPECT_EQ(mw->workers, 4);
+  EXPECT_EQ(mw->auto_shard_policy, "data");
   auto ok = ParseTrainFlags(
       {"--distribution=mirrored", "--num_replicas=4", "--allreduce_pack_bytes=65536"});
   ASSERT_TRUE(ok.ok()) << ok.status();

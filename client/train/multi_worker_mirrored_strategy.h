@@ -1,0 +1,77 @@
+// MultiWorkerMirroredStrategy: synchronous data parallelism across worker
+// processes, as TensorFlow's tf.distribute.MultiWorkerMirroredStrategy,
+// set up from the cluster and this task (TF_CONFIG: a `worker` job with an
+// optional `chief`, no `ps`; an `evaluator` is not a replica).
+//
+//   auto s = MultiWorkerMirroredStrategy::Create(cluster, "worker", 1);
+//   int64_t batch = *s->PerReplicaBatch(256);  // global / replicas
+//   ... this worker's shard of the data (replica_index() of num_replicas())
+//   auto step = s->BuildTrainStep(root, {images, labels}, model_fn, opt_fn, &global_step);
+//   TrainingLoopOptions o;  o.is_chief = s->is_chief();
+//   o.initializes_own_variables = true;       // every worker holds a copy
+//   ClientSession session(root, s->session_options(server->target()));
+//
+// Every worker builds one replica on its own CPU device, with the same
+// names, seeds and initial values as every other worker; its gradients
+// are all-reduced (mean) with the others' by CollectiveReduceV2, through
+// the task's RemoteCollectives, so every copy applies the same bytes.
+// Replicas: with a `chief` job the chief is replica 0 and worker i replica
+// i + 1; without one, worker i is replica i and worker 0 is the chief. The
+// chief writes checkpoints, summaries and exports; every worker restores
+// the latest checkpoint itself.
+#ifndef GRAPHRUN_CLIENT_TRAIN_MULTI_WORKER_MIRRORED_STRATEGY_H_
+#define GRAPHRUN_CLIENT_TRAIN_MULTI_WORKER_MIRRORED_STRATEGY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/train/mirrored_strategy.h"
+#include "distributed/cluster_spec.h"
+
+namespace graphrun {
+namespace client {
+namespace train {
+
+class MultiWorkerMirroredStrategy {
+ public:
+  // InvalidArgument naming what is wrong: a cluster with a ps job or no
+  // worker job, a task type that does not train, a task not in the cluster.
+  static absl::StatusOr<MultiWorkerMirroredStrategy> Create(
+      const distributed::ClusterSpec& cluster, const std::string& task_type, int task_index,
+      AllReduceOptions options = AllReduceOptions());
+
+  int num_replicas() const { return num_replicas_; }
+  int replica_index() const { return replica_index_; }
+  bool is_chief() const { return replica_index_ == 0; }
+  // "/job:worker/replica:0/task:1" and its CPU device.
+  const std::string& task() const { return task_; }
+  std::string device() const { return task_ + "/device:CPU:0"; }
+  const AllReduceOptions& all_reduce_options() const { return options_; }
+
+  // This worker's session on its own server (`target`), seeing only its
+  // own task: collectives reach the peers, the session never does.
+  SessionOptions session_options(const std::string& target) const;
+  // The global batch per replica; InvalidArgument when it does not divide.
+  absl::StatusOr<int64_t> PerReplicaBatch(int64_t global_batch) const;
+  Scope ReplicaScope(const Scope& root) const { return root.WithDevice(device()); }
+  // This worker's replica of the step (BuildAllReduceTrainStep with a
+  // group of num_replicas()); `inputs` are this worker's batch.
+  absl::StatusOr<MirroredTrainStep> BuildTrainStep(const Scope& root,
+                                                   const std::vector<Output>& inputs,
+                                                   const ModelFn& model_fn,
+                                                   const OptimizerFn& optimizer_fn,
+                                                   const Variable* global_step) const;
+
+ private:
+  int num_replicas_ = 1;
+  int replica_index_ = 0;
+  std::string task_;
+  AllReduceOptions options_;
+};
+
+}  // namespace train
+}  // namespace client
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_CLIENT_TRAIN_MULTI_WORKER_MIRRORED_STRATEGY_H_
