@@ -361,6 +361,58 @@ TEST(TfConfigTest, WorkerReadsTheShardAfterTheChiefs) {
   EXPECT_EQ(client::Saver::StepOfPrefix(Str(*chief, "checkpoint")), 1000);
 }
 
+// Two workers of a TF_CONFIG cluster {"worker": [w0, w1]} with no PS,
+// each `graphrun train --distribution=multi_worker_mirrored` as a user
+// starts them: synchronous all-reduce training to 3 epochs of the global
+// batch; worker 0 is the chief (saves, evaluates), worker 1 writes nothing.
+TEST(TfConfigTest, MultiWorkerMirroredWorkersTrainTogether) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string ckpt = TempDir("tf_config_mwms_ckpt");
+  const std::string logs = TempDir("tf_config_mwms_logs");
+  auto tf_config = [](int index) {
+    return absl::StrCat(R"(TF_CONFIG={"cluster": {"worker": ["127.0.0.1:0", "127.0.0.1:0"]}, )",
+                        R"("task": {"type": "worker", "index": )", index, "}}");
+  };
+  const std::vector<std::string> args = {"train",
+                                         "--distribution=multi_worker_mirrored",
+                                         "--data=" + std::string(kData),
+                                         "--epochs=3",
+                                         "--checkpoint_dir=" + ckpt,
+                                         "--format=json"};
+  Children children;
+  const size_t w0 = children.Start("/job:worker/task:0", args, {tf_config(0)}, logs);
+  const size_t w1 = children.Start("/job:worker/task:1", args, {tf_config(1)}, logs);
+  ASSERT_TRUE(CollectPorts({&children.all[w0], &children.all[w1]}, 60000).ok());
+  distributed::ClusterSpec spec;
+  spec.AddTask("worker", absl::StrCat("127.0.0.1:", children.all[w0].port));
+  spec.AddTask("worker", absl::StrCat("127.0.0.1:", children.all[w1].port));
+  ASSERT_TRUE(SendCluster(children.all[w1], spec).ok());
+  ASSERT_TRUE(SendCluster(children.all[w0], spec).ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  ASSERT_TRUE(WaitForExit(children.all[w0], deadline)) << ReadFile(children.all[w0].log_file);
+  ASSERT_TRUE(WaitForExit(children.all[w1], deadline)) << ReadFile(children.all[w1].log_file);
+  const std::string chief_log = ReadFile(children.all[w0].log_file);
+  const std::string worker_log = ReadFile(children.all[w1].log_file);
+  ASSERT_TRUE(ExitedOk(children.all[w0])) << chief_log;
+  ASSERT_TRUE(ExitedOk(children.all[w1])) << worker_log;
+  auto chief = ResultJson(chief_log);
+  ASSERT_TRUE(chief.ok()) << chief_log;
+  EXPECT_EQ(Str(*chief, "mode"), "tf_config");
+  EXPECT_EQ(Str(*chief, "distribution"), "multi_worker_mirrored");
+  EXPECT_EQ(Num(*chief, "replicas"), 2);
+  EXPECT_EQ(Num(*chief, "ps"), 0);
+  // 60000 / 2 workers = 30000 examples each, 234 batches of 128: an epoch.
+  EXPECT_EQ(Num(*chief, "global_step"), 3 * 234);
+  EXPECT_EQ(Num(*chief, "examples"), 3 * 234 * 256);
+  EXPECT_GE(Num(*chief, "test_accuracy"), 0.85);
+  EXPECT_EQ(client::Saver::StepOfPrefix(Str(*chief, "checkpoint")), 3 * 234);
+  auto worker = ResultJson(worker_log);
+  ASSERT_TRUE(worker.ok()) << worker_log;
+  EXPECT_TRUE(worker->Find("test_accuracy")->is_null()) << worker->Serialize();
+  EXPECT_TRUE(worker->Find("checkpoint")->is_null()) << worker->Serialize();
+  EXPECT_EQ(Num(*worker, "global_step"), 3 * 234);
+}
+
 // `graphrun train --local` with `args` (+ --format=json); its result line.
 absl::StatusOr<JsonValue> TrainLocal(const std::vector<std::string>& args,
                                      std::chrono::seconds timeout) {
