@@ -39,9 +39,11 @@ struct RemoteCollectives::RunState {
   std::shared_ptr<const Group> group;
   int rank = 0, n = 0;
   int64_t run = 0;
-  std::string prefix;  // "collective;buf;G;I;RUN;"
-  Tensor buffer;       // the result being built
-  int64_t elem = 0;    // bytes per element
+  std::string prefix;               // "collective;buf;G;I;RUN;"
+  Tensor buffer;                    // the result being built (ring: the reduce-scatter's)
+  Tensor output;                    // ring: the all-gather's result
+  Tensor flat_buffer, flat_output;  // 1-D views of both
+  int64_t elem = 0;                 // bytes per element
   // Ring: segments of the tensor, each N chunks.
   std::vector<std::pair<int64_t, int64_t>> segments;  // [begin, end) elements
   std::atomic<int> segments_left{0};
@@ -228,6 +230,10 @@ void RemoteCollectives::Start(std::shared_ptr<RunState> st) {
     DoublingStep(st, 0);
     return;
   }
+  // The all-gather's output, apart from the reduce-scatter's buffer.
+  st->output = Tensor(st->args.dtype, st->buffer.shape());
+  st->flat_buffer = *st->buffer.Reshaped(TensorShape({count}));
+  st->flat_output = *st->output.Reshaped(TensorShape({count}));
   // Segments: up to 4 independent rings of >= 1 MiB each.
   const int64_t segs = std::clamp<int64_t>(bytes >> 20, 1, 4);
   for (int64_t s = 0; s < segs; ++s) {
@@ -251,6 +257,8 @@ void RemoteCollectives::RingStep(std::shared_ptr<RunState> st, int segment, int 
       auto [b, e] = st->Chunk(segment, Mod(r + 1, n));
       collective_math::Finish(st->args.dtype, st->args.final_op,
                               st->buffer.raw_data() + b * st->elem, e - b, n);
+      std::memcpy(st->output.raw_data() + b * st->elem, st->buffer.raw_data() + b * st->elem,
+                  static_cast<size_t>((e - b) * st->elem));
       RingStep(st, segment, 1, 0);
     } else {
       SegmentDone(st);
@@ -262,11 +270,11 @@ void RemoteCollectives::RingStep(std::shared_ptr<RunState> st, int segment, int 
   auto key = [&](int from) {
     return absl::StrCat(st->prefix, "s", segment, phase == 0 ? "rs" : "ag", t, ";", from);
   };
+  // No copy: a chunk sent in the reduce-scatter is never merged into
+  // again, and the all-gather writes the separate output, whose chunks
+  // are final once written.
   auto [sb, se] = st->Chunk(segment, send);
-  Tensor piece(st->args.dtype, TensorShape({se - sb}));
-  std::memcpy(piece.raw_data(), st->buffer.raw_data() + sb * st->elem,
-              static_cast<size_t>((se - sb) * st->elem));
-  Put(key(r), std::move(piece));
+  Put(key(r), (phase == 0 ? st->flat_buffer : st->flat_output).Slice(sb, se));
   const int prev = Mod(r - 1, n);
   Fetch(st, prev, key(prev), [this, st, segment, phase, t, recv](absl::StatusOr<Tensor> v) {
     if (!v.ok()) {
@@ -283,7 +291,7 @@ void RemoteCollectives::RingStep(std::shared_ptr<RunState> st, int segment, int 
                  "the dtype or shape)")));
       return;
     }
-    char* dst = st->buffer.raw_data() + b * st->elem;
+    char* dst = (phase == 0 ? st->buffer : st->output).raw_data() + b * st->elem;
     if (phase == 0) {
       collective_math::Merge(st->args.dtype, st->args.merge_op, dst, v->raw_data(), e - b);
     } else {
@@ -348,7 +356,7 @@ void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status
     st->done(status);
     return;
   }
-  st->done(std::move(st->buffer));
+  st->done(st->output.IsInitialized() ? std::move(st->output) : std::move(st->buffer));
 }
 
 void RemoteCollectives::Put(const std::string& key, Tensor value) {
