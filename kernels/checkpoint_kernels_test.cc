@@ -525,6 +525,31 @@ TEST(CheckpointTest, KeepLastNDeletesOlderCheckpoints) {
   EXPECT_FALSE(Exists(dir + "/tmp5"));  // merged temporary directories go
 }
 
+// The final mark: a comment line in the state file (TensorFlow's parser
+// skips it), cleared by the next checkpoint; only the newest can be final.
+TEST(CheckpointTest, FinalCheckpointMark) {
+  std::string dir = TempDir("final");
+  ASSERT_OK(checkpoint::UpdateCheckpointState(dir, dir + "/model.ckpt-1", 0));
+  ASSERT_OK(checkpoint::UpdateCheckpointState(dir, dir + "/model.ckpt-2", 0));
+  ASSERT_OK_AND_ASSIGN(auto before, checkpoint::ReadCheckpointState(dir));
+  EXPECT_FALSE(before.final);
+  absl::Status older = checkpoint::MarkFinalCheckpoint(dir, dir + "/model.ckpt-1");
+  EXPECT_EQ(older.code(), absl::StatusCode::kFailedPrecondition) << older;
+  ASSERT_OK(checkpoint::MarkFinalCheckpoint(dir, dir + "/model.ckpt-2"));
+  EXPECT_EQ(ReadAll(dir + "/checkpoint"),
+            "model_checkpoint_path: \"model.ckpt-2\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-1\"\n"
+            "all_model_checkpoint_paths: \"model.ckpt-2\"\n"
+            "# graphrun: final\n");
+  ASSERT_OK_AND_ASSIGN(auto marked, checkpoint::ReadCheckpointState(dir));
+  EXPECT_TRUE(marked.final);
+  EXPECT_EQ(marked.model_checkpoint_path, dir + "/model.ckpt-2");
+  EXPECT_EQ(marked.all_model_checkpoint_paths.size(), 2u);
+  ASSERT_OK(checkpoint::UpdateCheckpointState(dir, dir + "/model.ckpt-3", 0));
+  ASSERT_OK_AND_ASSIGN(auto after, checkpoint::ReadCheckpointState(dir));
+  EXPECT_FALSE(after.final);
+}
+
 TEST(CheckpointTest, LatestCheckpointErrors) {
   std::string dir = TempDir("latest");
   EXPECT_EQ(checkpoint::LatestCheckpoint(dir).status().code(), absl::StatusCode::kNotFound);

@@ -22,6 +22,7 @@ namespace checkpoint {
 namespace {
 
 constexpr char kStateFile[] = "checkpoint";
+constexpr char kFinalLine[] = "# graphrun: final";
 
 }  // namespace
 
@@ -80,6 +81,10 @@ absl::StatusOr<CheckpointState> ReadCheckpointState(const std::string& dir) {
   CheckpointState state;
   bool have_model = false;
   for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "#")) {
+      if (absl::StripAsciiWhitespace(line) == kFinalLine) state.final = true;
+      continue;  // a comment
+    }
     size_t colon = line.find(':');
     if (colon == absl::string_view::npos) return corrupt(absl::StrCat("line '", line, "'"));
     absl::string_view key = absl::StripAsciiWhitespace(line.substr(0, colon));
@@ -112,6 +117,7 @@ absl::Status WriteCheckpointState(const std::string& dir, const CheckpointState&
     absl::StrAppend(&text, "all_model_checkpoint_paths: \"", absl::CEscape(StatePath(dir, p)),
                     "\"\n");
   }
+  if (state.final) absl::StrAppend(&text, kFinalLine, "\n");
   return WriteFileAtomically(JoinPath(dir, kStateFile), text);
 }
 
@@ -144,6 +150,7 @@ absl::Status UpdateCheckpointState(const std::string& dir, const std::string& pr
     all.erase(all.begin(), all.end() - keep_last_n);
   }
   state.model_checkpoint_path = full;
+  state.final = false;
   // State first: it never names a deleted checkpoint.
   GR_RETURN_IF_ERROR(WriteCheckpointState(dir, state));
   absl::Status status;
@@ -152,6 +159,18 @@ absl::Status UpdateCheckpointState(const std::string& dir, const std::string& pr
     if (status.ok()) status = s;
   }
   return status;
+}
+
+absl::Status MarkFinalCheckpoint(const std::string& dir, const std::string& prefix) {
+  GR_ASSIGN_OR_RETURN(CheckpointState state, ReadCheckpointState(dir));
+  if (state.model_checkpoint_path != prefix) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot mark ", prefix,
+                                                      " final: ", state.model_checkpoint_path,
+                                                      " is the newest checkpoint of ", dir));
+  }
+  if (state.final) return absl::OkStatus();
+  state.final = true;
+  return WriteCheckpointState(dir, state);
 }
 
 }  // namespace checkpoint

@@ -223,9 +223,13 @@ absl::Status DeleteCheckpoint(const std::string& prefix);
 //   all_model_checkpoint_paths: "model.ckpt-200"
 // Paths inside the directory are stored relative to it; in this struct
 // they are as given (ReadCheckpointState returns them joined with `dir`).
+// A run that ended marks its last checkpoint final with a comment line
+// ("# graphrun: final", which TensorFlow's text-format parser skips):
+// an evaluator stops after evaluating it.
 struct CheckpointState {
   std::string model_checkpoint_path;
   std::vector<std::string> all_model_checkpoint_paths;  // oldest first
+  bool final = false;                                   // model_checkpoint_path is the run's last
 };
 
 // NotFound when `dir` has no state file; DataLoss naming it when it cannot
@@ -241,6 +245,9 @@ absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir);
 // the files of the checkpoints that fell off the list.
 absl::Status UpdateCheckpointState(const std::string& dir, const std::string& prefix,
                                    int keep_last_n);
+// Marks `prefix`, which must be the newest checkpoint of `dir`, final.
+// FailedPrecondition when a newer one exists.
+absl::Status MarkFinalCheckpoint(const std::string& dir, const std::string& prefix);
 
 }  // namespace checkpoint
 }  // namespace graphrun

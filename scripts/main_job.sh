@@ -9,7 +9,10 @@
 # one final JSON line (docs/training.md), and the trained model exported as
 # a frozen inference graph. Then `graphrun run` classifies the first test
 # images with that graph (read and saved as .npy by the IDX-dataset example
-# graph) and runs the other shipped TensorFlow-format example graphs.
+# graph), the same model is trained the all-reduce way by 2 worker
+# processes (multi_worker_mirrored: no PS, gradients all-reduced every
+# step over the data channel), and the other shipped TensorFlow-format
+# example graphs run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -32,6 +35,14 @@ run examples/fashion_mnist_batch.pbtxt --fetch labels/next
 "$GR" run examples/fashion_mnist_batch.pbtxt --fetch images/next \
     --save_npy /tmp/graphrun_train/batch >/dev/null
 run "$FROZEN" --feed images=@/tmp/graphrun_train/batch/images__next_0.npy --fetch predictions
+# Synchronous all-reduce training of the same MLP: 2 worker processes of a
+# local cluster (no PS), 3 epochs.
+rm -rf /tmp/graphrun_train_allreduce
+echo "\$ graphrun train --model=mlp --distribution=multi_worker_mirrored --workers=2 --epochs=3"
+"$GR" train --model=mlp --distribution=multi_worker_mirrored --workers=2 --epochs=3 \
+    --checkpoint_dir=/tmp/graphrun_train_allreduce
+echo
+
 run examples/affine.pbtxt --feed 'x=[[1,1,1],[1,0,-1]]' --fetch y --fetch MatMul --format json
 run examples/while_loop.pbtxt --fetch while/Exit_1 --fetch while/Exit
 run examples/cond.pbtxt --feed pred=true --fetch cond/Merge

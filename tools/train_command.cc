@@ -71,6 +71,14 @@ const FlagSet& TrainFlagSet() {
         .String("export_graph", "FILE",
                 "after training, write the frozen inference graph for `graphrun run` "
                 "(feed images, fetch predictions/probabilities; .pbtxt: text)")
+        .String("summary_dir", "DIR",
+                "TensorBoard event files: the chief's training scalars under DIR/train, an "
+                "evaluator's under DIR/eval")
+        .Bool("evaluator",
+              "evaluate each new checkpoint of --checkpoint_dir on the test set (one JSON line "
+              "each) until the chief's final one, instead of training")
+        .String("eval_timeout_secs", "S",
+                "evaluator: give up after S seconds without a new checkpoint (default 0: wait)")
         .String("format", "text|json", "json: print only the final JSON line")
         .String("log_every", "N", "progress line every N chief steps (default 100)")
         .String("seed", "N", "initializer and shuffle seed (default 1)")
@@ -213,6 +221,17 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   }
   GR_ASSIGN_OR_RETURN(int64_t restarts, f.GetInt("max_restarts", c.max_restarts, 0, 100));
   c.max_restarts = static_cast<int>(restarts);
+  c.summary_dir = f.GetString("summary_dir", "");
+  c.evaluator = f.GetBool("evaluator");
+  if (f.Has("eval_timeout_secs")) {
+    if (!absl::SimpleAtod(f.GetString("eval_timeout_secs"), &c.eval_timeout_secs) ||
+        c.eval_timeout_secs < 0) {
+      return absl::InvalidArgumentError("--eval_timeout_secs: expected seconds >= 0");
+    }
+  }
+  if (c.evaluator && c.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--evaluator: needs the chief's --checkpoint_dir");
+  }
   c.export_graph = f.GetString("export_graph", "");
   if (!c.export_graph.empty() && c.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError(
@@ -358,6 +377,22 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
   if (!c.ok()) {
     err << StatusToLine(c.status()) << "\n";
     return kExitUsage;
+  }
+  const char* env_config = std::getenv("TF_CONFIG");
+  const bool tf_evaluator = env_config != nullptr && *env_config && !c->local && [&] {
+    auto cfg = distributed::ParseTfConfig(env_config);
+    return cfg.ok() && cfg->task_type == "evaluator";
+  }();
+  if (c->evaluator || tf_evaluator) {
+    // The evaluator task of any distribution: it reads the chief's
+    // checkpoints, and needs no server.
+    if (!c->json_only) err << "graphrun train: running as the evaluator\n";
+    absl::Status s = train_internal::RunEvaluator(*c, out, c->json_only ? nullptr : &err);
+    if (!s.ok()) {
+      err << StatusToLine(s) << "\n";
+      return kExitFailure;
+    }
+    return kExitOk;
   }
   if (const char* tf_config = std::getenv("TF_CONFIG");
       !c->local && c->distribution == "parameter_server" && tf_config != nullptr) {

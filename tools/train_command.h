@@ -68,6 +68,13 @@ struct TrainConfig {
   double save_checkpoint_secs = 0;
   std::string strategy = "balanced";
   std::string export_graph;  // "" : none (needs checkpoint_dir)
+  // TensorBoard event files: the chief's under DIR/train, an evaluator's
+  // under DIR/eval. "": none (an evaluator then writes under the
+  // checkpoint directory).
+  std::string summary_dir;
+  // Run as the evaluator of c.checkpoint_dir instead of training.
+  bool evaluator = false;
+  double eval_timeout_secs = 0;  // evaluator: 0 = wait for ever
   // Embedded cluster, one process per task: when a task dies and a
   // checkpoint exists, restart the cluster from it, at most this often.
   int max_restarts = 3;

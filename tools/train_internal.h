@@ -77,6 +77,16 @@ absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& check
 // devices of one DirectSession, gradients all-reduced.
 absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* log);
 
+// --evaluator (or a TF_CONFIG task of type evaluator): waits for each new
+// checkpoint in c.checkpoint_dir, evaluates it on the test set and prints
+// one JSON line per checkpoint to `out` ({"global_step", "checkpoint",
+// "test_accuracy", "test_loss", "final"}), also appended to
+// <summaries>/eval/results.jsonl and written as TensorBoard scalars under
+// <summaries>/eval (summaries: --summary_dir, else the checkpoint dir).
+// Returns after the checkpoint the chief marked final; DeadlineExceeded
+// when c.eval_timeout_secs pass without a new one.
+absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream* log);
+
 // --local: one replica in a DirectSession.
 absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log);
 

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "client/client_session.h"
 #include "client/loop/saver.h"
+#include "client/loop/summary_writer.h"
 #include "client/loop/sync_replicas_hook.h"
 #include "client/loop/training_loop.h"
 #include "client/ops.h"
@@ -34,6 +36,7 @@
 #include "placement/replica_device_setter.h"
 #include "tools/launcher_link.h"
 #include "tools/train_internal.h"
+#include "util/json.h"
 
 namespace graphrun {
 namespace tools {
@@ -140,17 +143,28 @@ Input BuildInput(const Scope& s, const TrainConfig& c, const std::string& images
   return in;
 }
 
+// --learning_rate, else the optimizer's default.
+double LearningRate(const TrainConfig& c) {
+  if (c.learning_rate > 0) return c.learning_rate;
+  return c.optimizer == "sgd" ? 0.1 : c.optimizer == "momentum" ? 0.01 : 0.001;
+}
+
 std::unique_ptr<train::Optimizer> MakeOptimizer(const TrainConfig& c) {
-  if (c.optimizer == "sgd") {
-    return std::make_unique<train::GradientDescentOptimizer>(
-        static_cast<float>(c.learning_rate > 0 ? c.learning_rate : 0.1));
-  }
-  if (c.optimizer == "momentum") {
-    return std::make_unique<train::MomentumOptimizer>(
-        static_cast<float>(c.learning_rate > 0 ? c.learning_rate : 0.01), 0.9);
-  }
-  return std::make_unique<train::AdamOptimizer>(
-      static_cast<float>(c.learning_rate > 0 ? c.learning_rate : 0.001));
+  const float lr = static_cast<float>(LearningRate(c));
+  if (c.optimizer == "sgd") return std::make_unique<train::GradientDescentOptimizer>(lr);
+  if (c.optimizer == "momentum") return std::make_unique<train::MomentumOptimizer>(lr, 0.9);
+  return std::make_unique<train::AdamOptimizer>(lr);
+}
+
+// --summary_dir: the chief's training scalars, as TensorBoard event files
+// under DIR/train.
+absl::Status AddSummaryHook(const TrainConfig& c, bool chief, client::TrainingLoopOptions* lo) {
+  if (c.summary_dir.empty() || !chief) return absl::OkStatus();
+  GR_ASSIGN_OR_RETURN(std::unique_ptr<client::EventFileWriter> writer,
+                      client::EventFileWriter::Create(c.summary_dir + "/train"));
+  lo->hooks.push_back(
+      std::make_shared<client::SummaryHook>(std::move(writer), c.log_every, LearningRate(c)));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -562,13 +576,18 @@ absl::Status RunReplicas(std::vector<std::unique_ptr<ReplicaGraph>>& graphs,
 }
 
 // The chief, after all replicas stopped: a last checkpoint if other
-// workers moved the global step past the chief's, then evaluation.
+// workers moved the global step past the chief's (marked final when the
+// run reached `last_step`, for evaluators), then evaluation.
 absl::Status FinishChief(const TrainConfig& c, ReplicaGraph& chief, const ClientSession& session,
-                         TrainResult* result) {
+                         int64_t last_step, TrainResult* result) {
   GR_ASSIGN_OR_RETURN(result->global_step, chief.loop->ReadGlobalStep(session));
   if (!c.checkpoint_dir.empty() &&
       client::Saver::StepOfPrefix(result->checkpoint) != result->global_step) {
     GR_ASSIGN_OR_RETURN(result->checkpoint, chief.loop->Save(session));
+  }
+  if (!c.checkpoint_dir.empty() && !result->checkpoint.empty() && last_step >= 0 &&
+      result->global_step >= last_step) {
+    GR_RETURN_IF_ERROR(client::Saver::MarkFinal(c.checkpoint_dir, result->checkpoint));
   }
   return Evaluate(chief, session, result);
 }
@@ -586,6 +605,7 @@ absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log) 
   run.hook = std::make_shared<ProgressHook>(&progress, true, c.stop, &stop);
   client::TrainingLoopOptions lo = LoopOptions(c, last_step, c.batch_size, &stop);
   lo.hooks = {run.hook};
+  GR_RETURN_IF_ERROR(AddSummaryHook(c, true, &lo));
   ReplicaSpec spec;
   spec.batch = c.batch_size;
   GR_ASSIGN_OR_RETURN(auto g, BuildReplica(c, spec, true, lo));
@@ -598,7 +618,7 @@ absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log) 
   sessions.push_back(std::make_unique<ClientSession>(graphs[0]->root, so));
   std::vector<ReplicaRun> runs = {run};
   GR_RETURN_IF_ERROR(RunReplicas(graphs, sessions, runs, stop, &result));
-  GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], &result));
+  GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], last_step, &result));
   return result;
 }
 
@@ -680,6 +700,7 @@ absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* lo
   GR_RETURN_IF_ERROR(g->root.status());
   client::TrainingLoopOptions lo = LoopOptions(c, last_step, c.batch_size, &stop);
   lo.hooks = {std::make_shared<MirrorSyncHook>(step.mirror_sync), runs[0].hook};
+  GR_RETURN_IF_ERROR(AddSummaryHook(c, true, &lo));
   GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(g->root, t, std::move(lo)));
   if (log != nullptr) *log << step.plan.Summary() << "\n";
   std::vector<std::unique_ptr<ClientSession>> sessions;
@@ -688,7 +709,7 @@ absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* lo
   std::vector<std::unique_ptr<ReplicaGraph>> graphs;
   graphs.push_back(std::move(g));
   GR_RETURN_IF_ERROR(RunReplicas(graphs, sessions, runs, stop, &result));
-  GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], &result));
+  GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], last_step, &result));
   result.allreduce = step.plan;
   return result;
 }
@@ -741,6 +762,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
         &progress, spec.chief, control != nullptr ? control->stop() : c.stop, &stop);
     client::TrainingLoopOptions lo = LoopOptions(c, last_step, batch, &stop);
     lo.hooks = {runs[i].hook};
+    GR_RETURN_IF_ERROR(AddSummaryHook(c, spec.chief, &lo));
     GR_ASSIGN_OR_RETURN(auto g, BuildReplica(c, spec, true, lo));
     graphs.push_back(std::move(g));
   }
@@ -776,7 +798,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
   }
   GR_RETURN_IF_ERROR(ran);
   if (chief_at >= 0) {
-    GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], &result));
+    GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], last_step, &result));
   } else {
     GR_ASSIGN_OR_RETURN(result.global_step, graphs[0]->loop->ReadGlobalStep(*sessions[0]));
     result.restored_from_step.reset();
@@ -947,6 +969,7 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
   lo.is_chief = strategy.is_chief();
   lo.initializes_own_variables = true;
   lo.hooks = {runs[0].hook};
+  GR_RETURN_IF_ERROR(AddSummaryHook(c, strategy.is_chief(), &lo));
   GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(g->root, t, std::move(lo)));
   if (log != nullptr && strategy.is_chief()) {
     *log << step.plan.Summary()
@@ -976,7 +999,7 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
   }
   GR_RETURN_IF_ERROR(ran);
   if (strategy.is_chief()) {
-    GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], &result));
+    GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], last_step, &result));
   } else {
     GR_ASSIGN_OR_RETURN(result.global_step, graphs[0]->loop->ReadGlobalStep(*sessions[0]));
     result.restored_from_step.reset();
@@ -987,6 +1010,91 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
   result.examples_per_sec = result.seconds > 0 ? result.examples / result.seconds : 0;
   result.allreduce = step.plan;
   return result;
+}
+
+absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream* log) {
+  if (c.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("evaluator: needs the chief's --checkpoint_dir");
+  }
+  // The model as the chief saves it, on the test set.
+  ReplicaGraph g;
+  g.root.SetGraphSeed(c.seed);
+  const Scope& s = g.root;
+  g.global_step = std::make_unique<Variable>(train::CreateGlobalStep(s));
+  GR_ASSIGN_OR_RETURN(std::string test_images, FindIdx(c, "t10k-images-idx3-ubyte"));
+  GR_ASSIGN_OR_RETURN(std::string test_labels, FindIdx(c, "t10k-labels-idx1-ubyte"));
+  Input in = BuildInput(s.NewSubScope("eval_input"), c, test_images, test_labels, g.eval_batch, 0,
+                        1, /*shuffle=*/false);
+  train::LayersOptions lo;
+  lo.seed = c.seed;
+  g.layers = std::make_unique<train::Layers>(s, lo);
+  train::Model m = BuildModel(c, *g.layers, in.images, in.labels, /*training=*/false);
+  g.eval_init = in.make_iterator;
+  g.eval_loss = m.loss;
+  g.eval_accuracy = m.accuracy;
+  g.eval_count = ops::Size(s, in.labels);
+  std::vector<Variable> vars = g.layers->variables();
+  vars.push_back(*g.global_step);
+  GR_ASSIGN_OR_RETURN(client::Saver saver, client::Saver::Create(s, vars));
+  Output step_now = g.global_step->Read(s);
+  GR_RETURN_IF_ERROR(s.status());
+  const std::string summary_dir =
+      (c.summary_dir.empty() ? c.checkpoint_dir : c.summary_dir) + "/eval";
+  GR_ASSIGN_OR_RETURN(std::unique_ptr<client::EventFileWriter> events,
+                      client::EventFileWriter::Create(summary_dir));
+  const std::string results_file = summary_dir + "/results.jsonl";
+  SessionOptions so;
+  so.config.set_intra_op_parallelism_threads(c.intra_op_threads);
+  so.config.set_inter_op_parallelism_threads(c.inter_op_threads);
+  ClientSession session(g.root, so);
+  if (log != nullptr) {
+    *log << "evaluator: waiting for checkpoints in " << c.checkpoint_dir << " (results in "
+         << results_file << ", summaries in " << summary_dir << ")\n";
+  }
+  std::string evaluated;
+  auto idle_since = std::chrono::steady_clock::now();
+  while (true) {
+    if (c.stop != nullptr && c.stop->load()) return absl::CancelledError("evaluator: stopped");
+    // Final is read first: once set, the newest checkpoint is the run's
+    // last, so the one read next is at least as new.
+    const bool final = client::Saver::IsFinal(c.checkpoint_dir);
+    absl::StatusOr<std::string> latest = client::Saver::LatestCheckpoint(c.checkpoint_dir);
+    if (latest.ok() && *latest != evaluated) {
+      GR_RETURN_IF_ERROR(saver.Restore(session, *latest));
+      GR_ASSIGN_OR_RETURN(std::vector<Tensor> step, session.Run({step_now}));
+      TrainResult r;
+      GR_RETURN_IF_ERROR(Evaluate(g, session, &r));
+      const int64_t global_step = step[0].scalar<int64_t>();
+      const std::string line =
+          absl::StrCat("{\"global_step\": ", global_step, ", \"checkpoint\": ", JsonQuote(*latest),
+                       ", \"test_accuracy\": ", FormatDoubleShortest(*r.test_accuracy),
+                       ", \"test_loss\": ", FormatDoubleShortest(*r.test_loss), ", \"final\": ",
+                       final && client::Saver::IsFinal(c.checkpoint_dir) ? "true" : "false", "}");
+      out << line << std::endl;
+      std::ofstream f(results_file, std::ios::app);
+      f << line << "\n";
+      if (!f) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("evaluator: cannot append to ", results_file));
+      }
+      GR_RETURN_IF_ERROR(events->WriteScalars(
+          global_step, {{"accuracy", *r.test_accuracy}, {"loss", *r.test_loss}}));
+      GR_RETURN_IF_ERROR(events->Flush());
+      evaluated = *latest;
+      idle_since = std::chrono::steady_clock::now();
+      if (final) return absl::OkStatus();
+      continue;
+    }
+    if (latest.ok() && final) return absl::OkStatus();  // evaluated already
+    if (!latest.ok() && !absl::IsNotFound(latest.status())) return latest.status();
+    if (c.eval_timeout_secs > 0 && std::chrono::steady_clock::now() - idle_since >
+                                       std::chrono::duration<double>(c.eval_timeout_secs)) {
+      return absl::DeadlineExceededError(absl::StrCat("evaluator: no new checkpoint in ",
+                                                      c.checkpoint_dir, " within ",
+                                                      c.eval_timeout_secs, " s"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::ClusterSpec& spec,

@@ -200,6 +200,15 @@ absl::Status Saver::Restore(const ClientSession& session, const std::string& pre
   return session.Run({{filename_, prefix}}, {}, {restore_op_}).status();
 }
 
+absl::Status Saver::MarkFinal(const std::string& dir, const std::string& prefix) {
+  return checkpoint::MarkFinalCheckpoint(dir, prefix);
+}
+
+bool Saver::IsFinal(const std::string& dir) {
+  auto state = checkpoint::ReadCheckpointState(dir);
+  return state.ok() && state->final;
+}
+
 absl::StatusOr<std::string> Saver::LatestCheckpoint(const std::string& dir) {
   return checkpoint::LatestCheckpoint(dir);
 }

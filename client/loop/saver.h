@@ -60,6 +60,10 @@ class Saver {
 
   // The newest checkpoint prefix in `dir`, or NotFound.
   static absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir);
+  // Marks `prefix` (the newest checkpoint of `dir`) as its run's last, and
+  // whether the newest checkpoint of `dir` is so marked (false when none).
+  static absl::Status MarkFinal(const std::string& dir, const std::string& prefix);
+  static bool IsFinal(const std::string& dir);
   // The global step encoded in a prefix "…-<step>", or -1.
   static int64_t StepOfPrefix(const std::string& prefix);
 

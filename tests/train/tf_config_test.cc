@@ -363,25 +363,33 @@ TEST(TfConfigTest, WorkerReadsTheShardAfterTheChiefs) {
 
 // Two workers of a TF_CONFIG cluster {"worker": [w0, w1]} with no PS,
 // each `graphrun train --distribution=multi_worker_mirrored` as a user
-// starts them: synchronous all-reduce training to 3 epochs of the global
-// batch; worker 0 is the chief (saves, evaluates), worker 1 writes nothing.
+// starts them, and an evaluator task: synchronous all-reduce training to 3
+// epochs of the global batch; worker 0 is the chief (saves every 300
+// steps, writes summaries, evaluates), worker 1 writes nothing; the
+// evaluator prints one JSON line per checkpoint it saw and exits 0 after
+// the final one, with the chief's own test accuracy.
 TEST(TfConfigTest, MultiWorkerMirroredWorkersTrainTogether) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   const std::string ckpt = TempDir("tf_config_mwms_ckpt");
   const std::string logs = TempDir("tf_config_mwms_logs");
-  auto tf_config = [](int index) {
+  const std::string summaries = TempDir("tf_config_mwms_summaries");
+  auto tf_config = [](const std::string& type, int index) {
     return absl::StrCat(R"(TF_CONFIG={"cluster": {"worker": ["127.0.0.1:0", "127.0.0.1:0"]}, )",
-                        R"("task": {"type": "worker", "index": )", index, "}}");
+                        R"("task": {"type": ")", type, R"(", "index": )", index, "}}");
   };
   const std::vector<std::string> args = {"train",
                                          "--distribution=multi_worker_mirrored",
                                          "--data=" + std::string(kData),
                                          "--epochs=3",
                                          "--checkpoint_dir=" + ckpt,
+                                         "--save_checkpoint_steps=300",
+                                         "--summary_dir=" + summaries,
                                          "--format=json"};
   Children children;
-  const size_t w0 = children.Start("/job:worker/task:0", args, {tf_config(0)}, logs);
-  const size_t w1 = children.Start("/job:worker/task:1", args, {tf_config(1)}, logs);
+  const size_t evaluator = children.Start("/job:evaluator/task:0", args,
+                                          {tf_config("evaluator", 0)}, logs, /*linked=*/false);
+  const size_t w0 = children.Start("/job:worker/task:0", args, {tf_config("worker", 0)}, logs);
+  const size_t w1 = children.Start("/job:worker/task:1", args, {tf_config("worker", 1)}, logs);
   ASSERT_TRUE(CollectPorts({&children.all[w0], &children.all[w1]}, 60000).ok());
   distributed::ClusterSpec spec;
   spec.AddTask("worker", absl::StrCat("127.0.0.1:", children.all[w0].port));
@@ -411,6 +419,42 @@ TEST(TfConfigTest, MultiWorkerMirroredWorkersTrainTogether) {
   EXPECT_TRUE(worker->Find("test_accuracy")->is_null()) << worker->Serialize();
   EXPECT_TRUE(worker->Find("checkpoint")->is_null()) << worker->Serialize();
   EXPECT_EQ(Num(*worker, "global_step"), 3 * 234);
+
+  // The evaluator: one line per checkpoint it saw, steps increasing, the
+  // last the final one (702) with the chief's accuracy; then exit 0.
+  ASSERT_TRUE(WaitForExit(children.all[evaluator],
+                          std::chrono::steady_clock::now() + std::chrono::seconds(60)))
+      << ReadFile(children.all[evaluator].log_file);
+  const std::string eval_log = ReadFile(children.all[evaluator].log_file);
+  ASSERT_TRUE(ExitedOk(children.all[evaluator])) << eval_log;
+  std::vector<JsonValue> evals;
+  std::istringstream lines(eval_log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("{\"global_step\"", 0) != 0) continue;
+    auto json = ParseJson(line);
+    ASSERT_TRUE(json.ok()) << line;
+    evals.push_back(*json);
+  }
+  ASSERT_GE(evals.size(), 1u) << eval_log;
+  for (size_t i = 1; i < evals.size(); ++i) {
+    EXPECT_GT(Num(evals[i], "global_step"), Num(evals[i - 1], "global_step"));
+  }
+  const JsonValue& last = evals.back();
+  EXPECT_EQ(Num(last, "global_step"), 3 * 234);
+  EXPECT_EQ(Str(last, "checkpoint"), Str(*chief, "checkpoint"));
+  EXPECT_TRUE(last.Find("final")->is_bool() && last.Find("final")->bool_value());
+  EXPECT_NEAR(Num(last, "test_accuracy"), Num(*chief, "test_accuracy"), 1e-6);
+  // The same lines in results.jsonl; TensorBoard files for train and eval.
+  const std::string results = ReadFile(summaries + "/eval/results.jsonl");
+  EXPECT_NE(results.find(absl::StrCat("\"global_step\": ", 3 * 234)), std::string::npos) << results;
+  for (const char* sub : {"/train", "/eval"}) {
+    bool found = false;
+    for (const auto& e : std::filesystem::directory_iterator(summaries + sub)) {
+      found |=
+          e.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && e.file_size() > 100;
+    }
+    EXPECT_TRUE(found) << "no event file in " << summaries << sub;
+  }
 }
 
 // `graphrun train --local` with `args` (+ --format=json); its result line.
