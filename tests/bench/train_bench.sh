@@ -8,7 +8,11 @@
 # thread and OPENBLAS_NUM_THREADS=2, its best configuration on 2 cores.
 # Same model (784-256-256-10), same optimizer, batches 256 and 32. Runs are
 # interleaved REPS times; medians and the ratio graphrun / torch are printed.
-# Also: graphrun with 1 PS + 2 workers (in-process cluster, async).
+# Also: graphrun with 1 PS + 2 workers (one process per task, async)
+# against a PyTorch RPC parameter server; and synchronous all-reduce:
+# graphrun mirrored (2 in-graph replicas in one process) and multi-worker
+# mirrored (2 worker processes) against PyTorch DistributedDataParallel
+# with gloo (tests/bench/torch_ddp.py, 2 processes), same global batch.
 #
 # usage: tests/bench/train_bench.sh [REPS=3] [OPTIMIZER=adam|sgd] [SECONDS=5]
 set -euo pipefail
@@ -26,7 +30,15 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 # Steps so one graphrun run lasts about SECS seconds at the rates seen here.
 steps_for() { case $1 in 256) echo $((SECS * 250));; 32) echo $((SECS * 800));; esac; }
 
-declare -A G T D R
+if ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null ||
+   ! ls /usr/lib/x86_64-linux-gnu/libopenblas*.so* >/dev/null 2>&1; then
+  sudo=; [[ $(id -u) == 0 ]] || sudo=sudo
+  # OpenBLAS: without it torch falls back to the reference BLAS (~20x slower).
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch python3-numpy \
+      libopenblas0-pthread >/dev/null
+fi
+
+declare -A G T D R M W P
 for rep in $(seq "$REPS"); do
   for b in 256 32; do
     G[$b]+="$("$GR" train --local --optimizer="$OPT" --batch_size="$b" --steps="$(steps_for "$b")" \
@@ -41,6 +53,12 @@ for rep in $(seq "$REPS"); do
     # PyTorch RPC parameter server, 1 PS + 2 workers, one thread each; "$b" is the
     # global batch (b/2 per worker), as graphrun's --batch_size.
     R[$b]+="$(OPENBLAS_NUM_THREADS=1 /usr/bin/python3 tests/bench/torch_rpc_ps.py "$b" "$SECS" 2 "$OPT" 2>/dev/null | eps) "
+    M[$b]+="$("$GR" train --distribution=mirrored --num_replicas=2 --optimizer="$OPT" \
+        --batch_size="$b" --steps="$(steps_for "$b")" --checkpoint_dir= --intra_op_threads=1 \
+        --inter_op_threads=2 --format=json | eps) "
+    W[$b]+="$("$GR" train --distribution=multi_worker_mirrored --workers=2 --optimizer="$OPT" \
+        --batch_size="$b" --steps="$(steps_for "$b")" --checkpoint_dir= --format=json | eps) "
+    P[$b]+="$(OPENBLAS_NUM_THREADS=1 /usr/bin/python3 tests/bench/torch_ddp.py "$b" "$SECS" 2 "$OPT" 2>/dev/null | eps) "
   done
 done
 
@@ -54,4 +72,16 @@ for b in 256 32; do
   printf "%-6s %12.0f %12.0f %8.2f %16.0f %14.0f %8.2f\n" "$b" "$g" "$t" "$(echo "$g / $t" | bc -l)" \
       "$d" "$r" "$(echo "$d / $r" | bc -l)"
   echo "  raw graphrun: ${G[$b]}| torch: ${T[$b]}| 1ps+2w: ${D[$b]}| torch rpc-ps: ${R[$b]}"
+done
+echo
+echo "synchronous all-reduce, 2 replicas, $OPT, median of $REPS (examples/s)"
+printf "%-6s %16s %14s %14s %10s %10s\n" batch "graphrun mirr." "graphrun mwms" "torch ddp" \
+    "mirr/ddp" "mwms/ddp"
+for b in 256 32; do
+  m=$(echo ${M[$b]} | tr ' ' '\n' | median)
+  w=$(echo ${W[$b]} | tr ' ' '\n' | median)
+  p=$(echo ${P[$b]} | tr ' ' '\n' | median)
+  printf "%-6s %16.0f %14.0f %14.0f %10.2f %10.2f\n" "$b" "$m" "$w" "$p" \
+      "$(echo "$m / $p" | bc -l)" "$(echo "$w / $p" | bc -l)"
+  echo "  raw mirrored: ${M[$b]}| mwms: ${W[$b]}| ddp: ${P[$b]}"
 done
