@@ -18,6 +18,16 @@ namespace {
 constexpr char kPrefix[] = "collective;";
 constexpr char kJoin[] = "collective;join;";
 constexpr char kBuf[] = "collective;buf;";
+constexpr char kInst[] = "collective;inst;";
+
+// The dtype and shape members of an instance must agree on: for a gather
+// all but dimension 0, for a broadcast the whole shape.
+std::string Signature(const CollectiveArgs& a, const Tensor& input) {
+  TensorShape shape = a.type == CollectiveType::kBroadcastRecv ? a.shape : input.shape();
+  std::vector<int64_t> dims(shape.dim_sizes().begin(), shape.dim_sizes().end());
+  if (a.type == CollectiveType::kGather && !dims.empty()) dims.erase(dims.begin());
+  return absl::StrCat(DataTypeString(a.dtype), "[", absl::StrJoin(dims, ","), "]");
+}
 
 // "collective reduce of group 1 instance 7 (node 'r' on DEVICE)".
 std::string Describe(const CollectiveArgs& a) {
@@ -43,7 +53,10 @@ struct RemoteCollectives::RunState {
   Tensor buffer;                    // the result being built (ring: the reduce-scatter's)
   Tensor output;                    // ring: the all-gather's result
   Tensor flat_buffer, flat_output;  // 1-D views of both
-  int64_t elem = 0;                 // bytes per element
+  // Gather: every member's rows (rank order) and the pieces received.
+  std::vector<int64_t> rows;
+  std::vector<Tensor> pieces;
+  int64_t elem = 0;  // bytes per element
   // Ring: segments of the tensor, each N chunks.
   std::vector<std::pair<int64_t, int64_t>> segments;  // [begin, end) elements
   std::atomic<int> segments_left{0};
@@ -96,14 +109,8 @@ void RemoteCollectives::Run(const CollectiveArgs& args, const Tensor& input,
   st->input = input;
   st->done = std::move(done);
   st->cancel = cancel;
-  if (args.type != CollectiveType::kReduce) {
-    st->done(absl::UnimplementedError(
-        absl::StrCat(Describe(args),
-                     ": only all-reduce runs across tasks so far; gather and broadcast run "
-                     "among the devices of one process")));
-    return;
-  }
-  if (!collective_math::Reducible(args.dtype) || input.dtype() != args.dtype) {
+  if (args.type == CollectiveType::kReduce &&
+      (!collective_math::Reducible(args.dtype) || input.dtype() != args.dtype)) {
     st->done(absl::InvalidArgumentError(
         absl::StrCat(Describe(args), ": cannot reduce ", DataTypeString(input.dtype()))));
     return;
@@ -213,6 +220,10 @@ void RemoteCollectives::Start(std::shared_ptr<RunState> st) {
   }
   st->rank = static_cast<int>(pos - g.devices.begin());
   st->n = g.size;
+  if (st->args.type != CollectiveType::kReduce) {
+    ResolveInstance(st);
+    return;
+  }
   st->buffer = st->input.DeepCopy();
   st->elem = DataTypeSize(st->args.dtype);
   const int64_t count = st->buffer.NumElements();
@@ -417,9 +428,237 @@ void RemoteCollectives::Fetch(std::shared_ptr<RunState> st, int rank, const std:
                      });
 }
 
+void RemoteCollectives::ResolveInstance(std::shared_ptr<RunState> st) {
+  const CollectiveArgs& a = st->args;
+  const char role = a.type == CollectiveType::kGather          ? 'g'
+                    : a.type == CollectiveType::kBroadcastSend ? 's'
+                                                               : 'r';
+  const int64_t rows = a.type == CollectiveType::kGather ? st->input.dim_size(0) : 0;
+  auto worker = workers_->GetWorker(leader_);
+  if (!worker.ok()) {
+    Finish(st, absl::UnavailableError(absl::StrCat(Describe(a), ": leader ", leader_, ": ",
+                                                   worker.status().message())));
+    return;
+  }
+  auto opts = std::make_shared<CallOptions>();
+  auto req = std::make_shared<RecvTensorRequest>();
+  auto res = std::make_shared<RecvTensorResult>();
+  req->set_rendezvous_key(absl::StrCat(kInst, a.group_key, ";", a.instance_key, ";", st->run, ";",
+                                       a.group_size, ";", a.device, ";", std::string(1, role), ";",
+                                       rows, ";", Signature(a, st->input)));
+  {
+    std::lock_guard<std::mutex> l(st->mu);
+    if (st->finished) return;
+    st->fetches.push_back(opts);
+  }
+  std::shared_ptr<WorkerInterface> w = *worker;
+  w->RecvTensorAsync(
+      opts.get(), *req, res.get(), [this, st, opts, req, res, w](const absl::Status& s) {
+        if (!s.ok()) {
+          Finish(st, absl::Status(s.code(), absl::StrCat(Describe(st->args), ": ", s.message())));
+          return;
+        }
+        const std::string answer(res->tensor.raw_data(),
+                                 static_cast<size_t>(res->tensor.TotalBytes()));
+        if (st->args.type == CollectiveType::kGather) {
+          // "rows;r0,r1,...": every member's rows, in rank order.
+          std::vector<std::string> parts = absl::StrSplit(answer.substr(5), ',');
+          st->rows.clear();
+          for (const std::string& p : parts) {
+            int64_t r = 0;
+            if (!absl::SimpleAtoi(p, &r)) {
+              Finish(st, absl::InternalError(absl::StrCat("leader answered '", answer, "'")));
+              return;
+            }
+            st->rows.push_back(r);
+          }
+          st->pieces.assign(st->n, Tensor());
+          st->pieces[st->rank] = st->input;
+          GatherStep(st, 0);
+        } else {
+          int source = -1;
+          if (!absl::SimpleAtoi(answer.substr(4), &source) || source < 0 || source >= st->n) {
+            Finish(st, absl::InternalError(absl::StrCat("leader answered '", answer, "'")));
+            return;
+          }
+          Broadcast(st, source);
+        }
+      });
+}
+
+void RemoteCollectives::Broadcast(std::shared_ptr<RunState> st, int source) {
+  auto key = [&](int receiver) { return absl::StrCat(st->prefix, "bc;", receiver); };
+  if (st->rank == source) {
+    // One entry per receiver, each taken once; they share the buffer.
+    for (int k = 0; k < st->n; ++k) {
+      if (k != source) Put(key(k), st->input);
+    }
+    st->output = st->input;
+    Finish(st, absl::OkStatus());
+    return;
+  }
+  Fetch(st, source, key(st->rank), [this, st](absl::StatusOr<Tensor> v) {
+    if (!v.ok()) {
+      Finish(st, v.status());
+      return;
+    }
+    if (v->dtype() != st->args.dtype || v->shape() != st->args.shape) {
+      Finish(st, absl::InvalidArgumentError(absl::StrCat(Describe(st->args), ": received ",
+                                                         v->DebugString(0), ", expected ",
+                                                         st->args.shape.DebugString())));
+      return;
+    }
+    st->output = std::move(*v);
+    Finish(st, absl::OkStatus());
+  });
+}
+
+void RemoteCollectives::GatherStep(std::shared_ptr<RunState> st, int t) {
+  if (Finished(st)) return;
+  const int n = st->n, r = st->rank;
+  if (t == n - 1) {
+    int64_t rows = 0;
+    for (int64_t x : st->rows) rows += x;
+    TensorShape shape = st->input.shape();
+    shape.set_dim(0, rows);
+    Tensor out(st->args.dtype, shape);
+    char* p = out.raw_data();
+    for (const Tensor& piece : st->pieces) {
+      const size_t bytes = static_cast<size_t>(piece.TotalBytes());
+      if (bytes > 0) std::memcpy(p, piece.raw_data(), bytes);
+      p += bytes;
+    }
+    st->output = std::move(out);
+    Finish(st, absl::OkStatus());
+    return;
+  }
+  auto key = [&](int from) { return absl::StrCat(st->prefix, "ga", t, ";", from); };
+  Put(key(r), st->pieces[Mod(r - t, n)]);
+  const int prev = Mod(r - 1, n);
+  const int piece = Mod(r - t - 1, n);
+  Fetch(st, prev, key(prev), [this, st, t, piece](absl::StatusOr<Tensor> v) {
+    if (!v.ok()) {
+      Finish(st, v.status());
+      return;
+    }
+    const int64_t row = st->input.dims() > 0 && st->input.dim_size(0) > 0
+                            ? st->input.NumElements() / st->input.dim_size(0)
+                            : -1;
+    if (v->dtype() != st->args.dtype || v->dims() != st->input.dims() ||
+        v->dim_size(0) != st->rows[piece] ||
+        (row >= 0 && v->NumElements() != row * v->dim_size(0))) {
+      Finish(st, absl::InvalidArgumentError(absl::StrCat(Describe(st->args), ": rank ", piece,
+                                                         "'s piece is ", v->DebugString(0))));
+      return;
+    }
+    st->pieces[piece] = std::move(*v);
+    GatherStep(st, t + 1);
+  });
+}
+
+void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* out,
+                                      StatusCallback done) {
+  // "collective;inst;G;I;RUN;SIZE;DEVICE;ROLE;ROWS;SIGNATURE"
+  std::vector<std::string> parts =
+      absl::StrSplit(key.substr(sizeof(kInst) - 1), absl::MaxSplits(';', 7));
+  int32_t group = 0, instance = 0;
+  int64_t run = 0;
+  int size = 0;
+  if (parts.size() != 8 || !absl::SimpleAtoi(parts[0], &group) ||
+      !absl::SimpleAtoi(parts[1], &instance) || !absl::SimpleAtoi(parts[2], &run) ||
+      !absl::SimpleAtoi(parts[3], &size) || parts[5].size() != 1) {
+    done(
+        absl::InvalidArgumentError(absl::StrCat("task ", task_, ": bad instance key '", key, "'")));
+    return;
+  }
+  const std::string& device = parts[4];
+  std::vector<Waiter> answer;
+  absl::Status verdict;
+  std::string text;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!aborted_.ok()) {
+      absl::Status why = aborted_;
+      done(why);
+      return;
+    }
+    auto git = leader_groups_.find(group);
+    if (git == leader_groups_.end() || static_cast<int>(git->second.devices.size()) != size) {
+      done(absl::FailedPreconditionError(
+          absl::StrCat("instance ", instance, " of group ", group, " before the group formed")));
+      return;
+    }
+    LeaderInstance& inst = leader_instances_[{group, instance, run}];
+    inst.members[device] = absl::StrCat(parts[5], ";", parts[6], ";", parts[7]);
+    inst.pending.push_back({out, std::move(done), nullptr});
+    if (static_cast<int>(inst.members.size()) < size) return;
+    // Every member spoke: one verdict for all, in rank order.
+    const std::set<std::string>& ranked = git->second.devices;
+    std::vector<std::string> rows;
+    int source = -1, senders = 0, rank = 0;
+    std::string signature, first_device;
+    const bool gather = inst.members.begin()->second[0] == 'g';
+    for (const std::string& d : ranked) {
+      auto it = inst.members.find(d);
+      if (it == inst.members.end()) {
+        verdict = absl::InvalidArgumentError(
+            absl::StrCat("device ", d, " of group ", group, " did not join instance ", instance));
+        break;
+      }
+      std::vector<std::string> f = absl::StrSplit(it->second, absl::MaxSplits(';', 2));
+      if (f[0] == "s") {
+        source = rank;
+        ++senders;
+      }
+      if (signature.empty()) {
+        signature = f[2];
+        first_device = d;
+      } else if (f[2] != signature) {
+        verdict = absl::InvalidArgumentError(
+            absl::StrCat("collective instance ", instance, " of group ", group, ": device ", d,
+                         " has ", f[2], " but ", first_device, " has ", signature));
+      }
+      if ((f[0] == "g") != gather) {
+        verdict = absl::InvalidArgumentError(
+            absl::StrCat("collective instance ", instance, " of group ", group,
+                         ": its members run different collectives (device ", d, " a ",
+                         f[0] == "g" ? "gather" : "broadcast", ")"));
+      }
+      rows.push_back(f[1]);
+      ++rank;
+    }
+    if (verdict.ok()) {
+      if (gather) {
+        text = absl::StrCat("rows;", absl::StrJoin(rows, ","));
+      } else if (senders != 1) {
+        verdict = absl::InvalidArgumentError(
+            absl::StrCat("collective broadcast instance ", instance, " of group ", group,
+                         " needs exactly one sender, found ", senders));
+      } else {
+        text = absl::StrCat("src;", source);
+      }
+    }
+    answer.swap(inst.pending);
+    leader_instances_.erase({group, instance, run});
+  }
+  for (Waiter& w : answer) {
+    if (!verdict.ok()) {
+      w.done(verdict);
+      continue;
+    }
+    Tensor t(DT_UINT8, TensorShape({static_cast<int64_t>(text.size())}));
+    std::memcpy(t.raw_data(), text.data(), text.size());
+    w.out->tensor = std::move(t);
+    w.out->is_dead = false;
+    w.done(absl::OkStatus());
+  }
+}
+
 void RemoteCollectives::Serve(const std::string& key, CallOptions* opts, RecvTensorResult* out,
                               StatusCallback done) {
-  if (absl::StartsWith(key, kJoin)) {
+  if (absl::StartsWith(key, kInst)) {
+    ServeInstance(key, out, std::move(done));
+  } else if (absl::StartsWith(key, kJoin)) {
     ServeJoin(key, out, std::move(done));
   } else if (absl::StartsWith(key, kBuf)) {
     Take(key, opts, out, std::move(done));
@@ -559,6 +798,10 @@ void RemoteCollectives::AbortAll(const absl::Status& why) {
       for (Waiter& w : g.pending) failed.push_back(std::move(w));
       g.pending.clear();
     }
+    for (auto& [key, inst] : leader_instances_) {
+      for (Waiter& w : inst.pending) failed.push_back(std::move(w));
+    }
+    leader_instances_.clear();
     runs.assign(running_.begin(), running_.end());
   }
   for (Waiter& w : failed) {

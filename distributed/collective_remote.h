@@ -22,6 +22,14 @@
 // or by the same commutative merges on every member (doubling), so every
 // member gets bit-identical bytes.
 //
+// Gather and broadcast first agree at the leader (as TensorFlow's instance
+// resolution): every member reports its role (sender, receiver, gatherer),
+// its rows and its dtype/shape; the leader answers with the sender's rank
+// or every member's rows, or with InvalidArgument naming the member that
+// disagrees. Broadcast: receivers fetch from the sender. Gather: a ring
+// passes every member's piece around; the result is the pieces in rank
+// order.
+//
 // A peer that fails (its connection closes: the task died) fails the run
 // with Unavailable naming that task; the run's pending buffers then fail
 // their takers with the same error, so the whole group learns it.
@@ -92,6 +100,12 @@ class RemoteCollectives final : public CollectiveExecutor {
     std::set<std::string> devices;
     std::vector<Waiter> pending;
   };
+  // One run of a gather or broadcast instance, as the leader sees it: what
+  // each member said (role, rows, signature), until all have.
+  struct LeaderInstance {
+    std::map<std::string, std::string> members;  // device -> "ROLE;ROWS;SIGNATURE"
+    std::vector<Waiter> pending;
+  };
 
   // Resolves args' group through the leader (cached once known).
   void ResolveGroup(std::shared_ptr<RunState> st);
@@ -107,6 +121,12 @@ class RemoteCollectives final : public CollectiveExecutor {
   void Fetch(std::shared_ptr<RunState> st, int rank, const std::string& key,
              std::function<void(absl::StatusOr<Tensor>)> cb);
   void ServeJoin(const std::string& key, RecvTensorResult* out, StatusCallback done);
+  // Gather and broadcast: agree at the leader on the sender / the rows of
+  // each member, then exchange.
+  void ResolveInstance(std::shared_ptr<RunState> st);
+  void ServeInstance(const std::string& key, RecvTensorResult* out, StatusCallback done);
+  void Broadcast(std::shared_ptr<RunState> st, int source);
+  void GatherStep(std::shared_ptr<RunState> st, int t);
   void Take(const std::string& key, CallOptions* opts, RecvTensorResult* out, StatusCallback done);
   void AbortPrefix(const std::string& prefix, const absl::Status& why);
   void TimerLoop();
@@ -119,6 +139,7 @@ class RemoteCollectives final : public CollectiveExecutor {
   absl::Status aborted_;                                    // AbortAll's reason
   std::map<int32_t, std::shared_ptr<const Group>> groups_;  // resolved (member side)
   std::map<int32_t, LeaderGroup> leader_groups_;            // leader side
+  std::map<std::tuple<int32_t, int32_t, int64_t>, LeaderInstance> leader_instances_;
   std::map<std::tuple<int32_t, int32_t, std::string>, int64_t> next_run_;
   std::map<std::string, Tensor> buffers_;
   std::map<std::string, Waiter> waiters_;

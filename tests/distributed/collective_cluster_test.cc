@@ -139,6 +139,74 @@ TEST_F(CollectiveClusterTest, AllReduceIsTheMeanAndBitIdenticalOnEveryWorker) {
   }
 }
 
+// Worker k's graph for gather / broadcast (sender: worker 0).
+std::string GatherGraph(int k, int group_size) {
+  const std::string dev = absl::StrCat("/job:worker/replica:0/task:", k, "/device:CPU:0");
+  auto int_const = [&](const std::string& name, int v) {
+    return absl::StrCat(R"(node { name: ")", name, R"(" op: "Const" device: ")", dev,
+                        R"(" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: )",
+                        v, " } } } }\n");
+  };
+  return absl::StrCat(
+      R"(node { name: "x" op: "Placeholder" device: ")", dev,
+      R"(" attr { key: "dtype" value { type: DT_FLOAT } } }
+         node { name: "shape" op: "Const" device: ")",
+      dev,
+      R"(" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } }
+                  int_val: 2 int_val: 3 } } } })",
+      "\n", int_const("size", group_size), int_const("key", 9), int_const("gi", 1),
+      int_const("bi", 2), R"(node { name: "g" op: "CollectiveGatherV2" device: ")", dev,
+      R"(" input: "x" input: "size" input: "key" input: "gi"
+         attr { key: "T" value { type: DT_FLOAT } } attr { key: "timeout_seconds" value { f: 60 } } }
+      )",
+      k == 0 ? absl::StrCat(R"(node { name: "b" op: "CollectiveBcastSendV2" device: ")", dev,
+                            R"(" input: "x" input: "size" input: "key" input: "bi"
+                   attr { key: "T" value { type: DT_FLOAT } } })")
+             : absl::StrCat(R"(node { name: "b" op: "CollectiveBcastRecvV2" device: ")", dev,
+                            R"(" input: "size" input: "key" input: "bi" input: "shape"
+                   attr { key: "T" value { type: DT_FLOAT } } })"));
+}
+
+// Across 3 tasks: gather concatenates the pieces (of different row counts)
+// in rank order; broadcast delivers worker 0's tensor to the others.
+TEST_F(CollectiveClusterTest, GatherAndBroadcastAcrossTasks) {
+  StartCluster(3);
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int k = 0; k < 3; ++k) sessions.push_back(Connect(k, GatherGraph(k, 3)));
+  // Worker k > 0 feeds k + 1 rows of 3, row i all 10 k + i; worker 0 two
+  // rows 1..6.
+  std::vector<absl::StatusOr<std::vector<Tensor>>> out(3, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 3; ++k) {
+    threads.emplace_back([&, k] {
+      Tensor x(DT_FLOAT, TensorShape({k + 1, 3}));
+      for (int64_t i = 0; i < x.NumElements(); ++i) x.base<float>()[i] = 10 * k + i / 3;
+      if (k == 0) x = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}));
+      out[k] = sessions[k]->Run({{"x", x}}, {"g", "b"}, {});
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Worker 0 feeds 2 rows (1..6): rows 0 + 2 + 3 = 7 in all.
+  const std::vector<float> gathered = {1,  2,  3,  4,  5,  6,  10, 10, 10, 11, 11,
+                                       11, 20, 20, 20, 21, 21, 21, 22, 22, 22};
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(out[k].ok()) << "worker " << k << ": " << out[k].status();
+    const Tensor& g = (*out[k])[0];
+    EXPECT_EQ(g.shape(), TensorShape({7, 3})) << "worker " << k;
+    EXPECT_EQ(std::vector<float>(g.base<float>(), g.base<float>() + g.NumElements()), gathered)
+        << "worker " << k;
+    const Tensor& b = (*out[k])[1];
+    EXPECT_EQ(b.shape(), TensorShape({2, 3}));
+    EXPECT_EQ(std::vector<float>(b.base<float>(), b.base<float>() + 6),
+              (std::vector<float>{1, 2, 3, 4, 5, 6}))
+        << "worker " << k;
+  }
+  sessions.clear();
+  cluster_->StopAll();
+}
+
 // A member that says another group size gets InvalidArgument naming its
 // device (from the leader).
 TEST_F(CollectiveClusterTest, WrongGroupSizeIsInvalidArgumentNamingTheDevice) {
