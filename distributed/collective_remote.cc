@@ -115,23 +115,6 @@ void RemoteCollectives::Run(const CollectiveArgs& args, const Tensor& input,
         absl::StrCat(Describe(args), ": cannot reduce ", DataTypeString(input.dtype()))));
     return;
   }
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (!aborted_.ok()) {
-      absl::Status why = aborted_;
-      st->done(why);
-      return;
-    }
-    st->run = next_run_[{args.group_key, args.instance_key, args.device}]++;
-    st->prefix = absl::StrCat(kBuf, args.group_key, ";", args.instance_key, ";", st->run, ";");
-    running_.insert(st);
-    if (args.timeout_seconds > 0) {
-      deadlines_.emplace(Clock::now() + std::chrono::microseconds(
-                                            static_cast<int64_t>(args.timeout_seconds * 1e6)),
-                         st);
-      timer_cv_.notify_all();
-    }
-  }
   if (cancel != nullptr) {
     st->token = cancel->NewToken();
     std::weak_ptr<RunState> weak = st;
@@ -141,9 +124,29 @@ void RemoteCollectives::Run(const CollectiveArgs& args, const Tensor& input,
           }
         })) {
       st->token = -1;
-      Finish(st, absl::CancelledError(absl::StrCat(Describe(args), ": cancelled")));
+      st->done(absl::CancelledError(absl::StrCat(Describe(args), ": cancelled")));
       return;
     }
+  }
+  absl::Status aborted;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    aborted = aborted_;
+    if (aborted.ok()) {
+      st->run = next_run_[{args.group_key, args.instance_key, args.device}]++;
+      st->prefix = absl::StrCat(kBuf, args.group_key, ";", args.instance_key, ";", st->run, ";");
+      running_.insert(st);
+      if (args.timeout_seconds > 0) {
+        deadlines_.emplace(Clock::now() + std::chrono::microseconds(
+                                              static_cast<int64_t>(args.timeout_seconds * 1e6)),
+                           st);
+        timer_cv_.notify_all();
+      }
+    }
+  }
+  if (!aborted.ok()) {
+    Finish(st, aborted);
+    return;
   }
   ResolveGroup(st);
 }
@@ -156,7 +159,10 @@ void RemoteCollectives::ResolveGroup(std::shared_ptr<RunState> st) {
     if (it != groups_.end()) known = it->second;
   }
   if (known != nullptr) {
-    st->group = known;
+    {
+      std::lock_guard<std::mutex> l(st->mu);
+      st->group = known;
+    }
     Start(st);
     return;
   }
@@ -361,9 +367,20 @@ void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status
   }
   if (st->cancel != nullptr && st->token >= 0) st->cancel->DeregisterCallback(st->token);
   if (!status.ok()) {
-    // Peers waiting on this member's pieces learn why; its own fetches stop.
-    if (!st->prefix.empty()) AbortPrefix(st->prefix, status);
+    // As TensorFlow's collective executor: one failure aborts every
+    // collective of this task (a group whose members skipped a run never
+    // lines up again); peers waiting on this member's pieces learn why.
     for (auto& f : fetches) f->StartCancel();
+    bool first;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      first = aborted_.ok();
+    }
+    if (first) {
+      AbortAll(absl::Status(status.code(),
+                            absl::StrCat("task ", task_, ": collectives stopped after a failure: ",
+                                         status.message())));
+    }
     st->done(status);
     return;
   }
@@ -575,71 +592,75 @@ void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* 
   std::vector<Waiter> answer;
   absl::Status verdict;
   std::string text;
+  absl::Status refused;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (!aborted_.ok()) {
-      absl::Status why = aborted_;
-      done(why);
-      return;
-    }
     auto git = leader_groups_.find(group);
-    if (git == leader_groups_.end() || static_cast<int>(git->second.devices.size()) != size) {
-      done(absl::FailedPreconditionError(
-          absl::StrCat("instance ", instance, " of group ", group, " before the group formed")));
-      return;
+    if (!aborted_.ok()) {
+      refused = aborted_;
+    } else if (git == leader_groups_.end() ||
+               static_cast<int>(git->second.devices.size()) != size) {
+      refused = absl::FailedPreconditionError(
+          absl::StrCat("instance ", instance, " of group ", group, " before the group formed"));
     }
-    LeaderInstance& inst = leader_instances_[{group, instance, run}];
-    inst.members[device] = absl::StrCat(parts[5], ";", parts[6], ";", parts[7]);
-    inst.pending.push_back({out, std::move(done), nullptr});
-    if (static_cast<int>(inst.members.size()) < size) return;
-    // Every member spoke: one verdict for all, in rank order.
-    const std::set<std::string>& ranked = git->second.devices;
-    std::vector<std::string> rows;
-    int source = -1, senders = 0, rank = 0;
-    std::string signature, first_device;
-    const bool gather = inst.members.begin()->second[0] == 'g';
-    for (const std::string& d : ranked) {
-      auto it = inst.members.find(d);
-      if (it == inst.members.end()) {
-        verdict = absl::InvalidArgumentError(
-            absl::StrCat("device ", d, " of group ", group, " did not join instance ", instance));
-        break;
+    if (refused.ok()) {
+      LeaderInstance& inst = leader_instances_[{group, instance, run}];
+      inst.members[device] = absl::StrCat(parts[5], ";", parts[6], ";", parts[7]);
+      inst.pending.push_back({out, std::move(done), nullptr});
+      if (static_cast<int>(inst.members.size()) < size) return;
+      // Every member spoke: one verdict for all, in rank order.
+      const std::set<std::string>& ranked = git->second.devices;
+      std::vector<std::string> rows;
+      int source = -1, senders = 0, rank = 0;
+      std::string signature, first_device;
+      const bool gather = inst.members.begin()->second[0] == 'g';
+      for (const std::string& d : ranked) {
+        auto it = inst.members.find(d);
+        if (it == inst.members.end()) {
+          verdict = absl::InvalidArgumentError(
+              absl::StrCat("device ", d, " of group ", group, " did not join instance ", instance));
+          break;
+        }
+        std::vector<std::string> f = absl::StrSplit(it->second, absl::MaxSplits(';', 2));
+        if (f[0] == "s") {
+          source = rank;
+          ++senders;
+        }
+        if (signature.empty()) {
+          signature = f[2];
+          first_device = d;
+        } else if (f[2] != signature) {
+          verdict = absl::InvalidArgumentError(
+              absl::StrCat("collective instance ", instance, " of group ", group, ": device ", d,
+                           " has ", f[2], " but ", first_device, " has ", signature));
+        }
+        if ((f[0] == "g") != gather) {
+          verdict = absl::InvalidArgumentError(
+              absl::StrCat("collective instance ", instance, " of group ", group,
+                           ": its members run different collectives (device ", d, " a ",
+                           f[0] == "g" ? "gather" : "broadcast", ")"));
+        }
+        rows.push_back(f[1]);
+        ++rank;
       }
-      std::vector<std::string> f = absl::StrSplit(it->second, absl::MaxSplits(';', 2));
-      if (f[0] == "s") {
-        source = rank;
-        ++senders;
+      if (verdict.ok()) {
+        if (gather) {
+          text = absl::StrCat("rows;", absl::StrJoin(rows, ","));
+        } else if (senders != 1) {
+          verdict = absl::InvalidArgumentError(
+              absl::StrCat("collective broadcast instance ", instance, " of group ", group,
+                           " needs exactly one sender, found ", senders));
+        } else {
+          text = absl::StrCat("src;", source);
+        }
       }
-      if (signature.empty()) {
-        signature = f[2];
-        first_device = d;
-      } else if (f[2] != signature) {
-        verdict = absl::InvalidArgumentError(
-            absl::StrCat("collective instance ", instance, " of group ", group, ": device ", d,
-                         " has ", f[2], " but ", first_device, " has ", signature));
-      }
-      if ((f[0] == "g") != gather) {
-        verdict = absl::InvalidArgumentError(
-            absl::StrCat("collective instance ", instance, " of group ", group,
-                         ": its members run different collectives (device ", d, " a ",
-                         f[0] == "g" ? "gather" : "broadcast", ")"));
-      }
-      rows.push_back(f[1]);
-      ++rank;
+      answer.swap(inst.pending);
+      leader_instances_.erase({group, instance, run});
     }
-    if (verdict.ok()) {
-      if (gather) {
-        text = absl::StrCat("rows;", absl::StrJoin(rows, ","));
-      } else if (senders != 1) {
-        verdict = absl::InvalidArgumentError(
-            absl::StrCat("collective broadcast instance ", instance, " of group ", group,
-                         " needs exactly one sender, found ", senders));
-      } else {
-        text = absl::StrCat("src;", source);
-      }
-    }
-    answer.swap(inst.pending);
-    leader_instances_.erase({group, instance, run});
+  }
+  if (!refused.ok()) {
+    done(refused);
+    return;
   }
   for (Waiter& w : answer) {
     if (!verdict.ok()) {
@@ -683,35 +704,33 @@ void RemoteCollectives::ServeJoin(const std::string& key, RecvTensorResult* out,
   const std::string& device = parts[2];
   std::vector<Waiter> answer;
   std::string members;
+  absl::Status refused;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (!aborted_.ok()) {
-      absl::Status why = aborted_;
-      done(why);
-      return;
-    }
     auto [it, inserted] = leader_groups_.try_emplace(group);
     LeaderGroup& g = it->second;
     if (inserted) g.size = size;
-    if (g.size != size) {
-      done(absl::InvalidArgumentError(absl::StrCat("group ", group, " has group_size ", g.size,
-                                                   " (set by its first member) but device ", device,
-                                                   " says ", size)));
-      return;
-    }
-    if (g.devices.count(device) == 0) {
-      if (static_cast<int>(g.devices.size()) == g.size) {
-        done(absl::InvalidArgumentError(absl::StrCat(
-            "device ", device, " is not a member of group ", group, ", which is complete with ",
-            g.size, " devices (", absl::StrJoin(g.devices, ", "), ")")));
-        return;
-      }
+    if (!aborted_.ok()) {
+      refused = aborted_;
+    } else if (g.size != size) {
+      refused = absl::InvalidArgumentError(absl::StrCat("group ", group, " has group_size ", g.size,
+                                                        " (set by its first member) but device ",
+                                                        device, " says ", size));
+    } else if (g.devices.count(device) == 0 && static_cast<int>(g.devices.size()) == g.size) {
+      refused = absl::InvalidArgumentError(absl::StrCat(
+          "device ", device, " is not a member of group ", group, ", which is complete with ",
+          g.size, " devices (", absl::StrJoin(g.devices, ", "), ")"));
+    } else {
       g.devices.insert(device);
+      g.pending.push_back({out, std::move(done), nullptr});
+      if (static_cast<int>(g.devices.size()) < g.size) return;
+      members = absl::StrJoin(g.devices, "\n");
+      answer.swap(g.pending);
     }
-    g.pending.push_back({out, std::move(done), nullptr});
-    if (static_cast<int>(g.devices.size()) < g.size) return;
-    members = absl::StrJoin(g.devices, "\n");
-    answer.swap(g.pending);
+  }
+  if (!refused.ok()) {
+    done(refused);
+    return;
   }
   for (Waiter& w : answer) {
     Tensor t(DT_UINT8, TensorShape({static_cast<int64_t>(members.size())}));
@@ -724,6 +743,7 @@ void RemoteCollectives::ServeJoin(const std::string& key, RecvTensorResult* out,
 
 void RemoteCollectives::Take(const std::string& key, CallOptions* opts, RecvTensorResult* out,
                              StatusCallback done) {
+  absl::Status refused;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = buffers_.find(key);
@@ -731,6 +751,7 @@ void RemoteCollectives::Take(const std::string& key, CallOptions* opts, RecvTens
       out->tensor = std::move(it->second);
       out->is_dead = false;
       buffers_.erase(it);
+      if (buffers_.empty()) drained_cv_.notify_all();
     } else {
       absl::Status failed = aborted_;
       for (const auto& [prefix, why] : failed_prefixes_) {
@@ -740,10 +761,13 @@ void RemoteCollectives::Take(const std::string& key, CallOptions* opts, RecvTens
         waiters_[key] = Waiter{out, std::move(done), opts};
         done = nullptr;
       } else {
-        done(failed);
-        return;
+        refused = failed;
       }
     }
+  }
+  if (!refused.ok()) {
+    done(refused);
+    return;
   }
   if (done) {
     done(absl::OkStatus());
@@ -785,6 +809,12 @@ void RemoteCollectives::AbortPrefix(const std::string& prefix, const absl::Statu
   }
 }
 
+void RemoteCollectives::Drain(int timeout_ms) {
+  std::unique_lock<std::mutex> l(mu_);
+  drained_cv_.wait_for(l, std::chrono::milliseconds(timeout_ms),
+                       [this] { return buffers_.empty(); });
+}
+
 void RemoteCollectives::AbortAll(const absl::Status& why) {
   std::vector<Waiter> failed;
   std::vector<std::shared_ptr<RunState>> runs;
@@ -794,6 +824,7 @@ void RemoteCollectives::AbortAll(const absl::Status& why) {
     for (auto& [key, w] : waiters_) failed.push_back(std::move(w));
     waiters_.clear();
     buffers_.clear();
+    drained_cv_.notify_all();
     for (auto& [group, g] : leader_groups_) {
       for (Waiter& w : g.pending) failed.push_back(std::move(w));
       g.pending.clear();
@@ -828,16 +859,18 @@ void RemoteCollectives::TimerLoop() {
     if (st == nullptr) continue;
     l.unlock();
     bool done;
+    std::shared_ptr<const Group> group;
     {
       std::lock_guard<std::mutex> sl(st->mu);
       done = st->finished;
+      group = st->group;
     }
     if (!done) {
       Finish(st, absl::DeadlineExceededError(
                      absl::StrCat(Describe(st->args), ": timed out after ",
                                   st->args.timeout_seconds, " s (members: ",
-                                  st->group != nullptr ? absl::StrJoin(st->group->devices, ", ")
-                                                       : std::string("group not yet complete"),
+                                  group != nullptr ? absl::StrJoin(group->devices, ", ")
+                                                   : std::string("group not yet complete"),
                                   ")")));
     }
     l.lock();

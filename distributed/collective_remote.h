@@ -79,8 +79,13 @@ class RemoteCollectives final : public CollectiveExecutor {
   void Serve(const std::string& key, CallOptions* opts, RecvTensorResult* out, StatusCallback done);
 
   // Fails every pending run, join and buffer wait with `why` (the task is
-  // stopping); later calls fail at once.
+  // stopping, or a run failed: one failure aborts every collective of the
+  // task, as TensorFlow's); later calls fail at once.
   void AbortAll(const absl::Status& why);
+  // Waits (up to `timeout_ms`) until peers took every piece this task
+  // published: a task that finished its last collective stays to serve
+  // them before it stops.
+  void Drain(int timeout_ms);
 
   struct RunState;
 
@@ -147,6 +152,7 @@ class RemoteCollectives final : public CollectiveExecutor {
   std::set<std::shared_ptr<RunState>> running_;
   std::multimap<Clock::time_point, std::weak_ptr<RunState>> deadlines_;
   std::condition_variable timer_cv_;
+  std::condition_variable drained_cv_;  // buffers_ became empty
   bool stopping_ = false;
   std::thread timer_;
 };

@@ -58,8 +58,9 @@ struct CollectiveArgs {
   DataType dtype = DT_INVALID;
   // kBroadcastRecv: the shape the receiver expects.
   TensorShape shape;
-  std::string device;  // the member's device, full name
-  std::string node;    // the op's node, for errors
+  std::string device;   // the member's device, full name
+  int64_t step_id = 0;  // the step running it
+  std::string node;     // the op's node, for errors
 };
 
 class CollectiveExecutor {

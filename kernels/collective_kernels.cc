@@ -97,6 +97,7 @@ class CollectiveOp : public AsyncOpKernel {
       return;
     }
     args.device = ctx->device()->name();
+    args.step_id = ctx->step_id();
     args.node = name();
     Tensor input = recv ? Tensor() : ctx->input(0);
     executor->Run(args, input, ctx->cancellation_manager(),

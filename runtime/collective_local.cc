@@ -160,8 +160,10 @@ void InProcessCollectives::Run(const CollectiveArgs& args, const Tensor& input,
     done(bad);
     return;
   }
-  const int64_t run = next_run_[{args.group_key, args.instance_key, args.device}]++;
-  const RoundKey key{args.group_key, args.instance_key, run};
+  std::pair<int64_t, int64_t>& counter =
+      next_run_[{args.group_key, args.instance_key, args.device}];
+  if (counter.first != args.step_id) counter = {args.step_id, 0};
+  const RoundKey key{args.group_key, args.instance_key, args.step_id, counter.second++};
   std::shared_ptr<Round>& slot = rounds_[key];
   if (slot == nullptr) {
     slot = std::make_shared<Round>();

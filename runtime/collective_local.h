@@ -5,6 +5,10 @@
 // tensors, and copied to each member's own output. So every member gets
 // bit-identical bytes, and no bytes go through a socket.
 //
+// Runs: the n-th run of an instance on a device in a step meets the n-th
+// run on the other members in the same step (members of one process run in
+// one step).
+//
 // Groups: the first member of group_key sets its size; the group is
 // complete when group_size distinct devices have joined. A member with
 // another group size, or a device beyond a complete group, is
@@ -68,7 +72,8 @@ class InProcessCollectives final : public CollectiveExecutor {
     int size = 0;
     std::set<std::string> devices;
   };
-  using RoundKey = std::tuple<int32_t, int32_t, int64_t>;  // group, instance, run
+  // group, instance, step, run within the step
+  using RoundKey = std::tuple<int32_t, int32_t, int64_t, int64_t>;
   using Callbacks = std::vector<std::pair<DoneCallback, absl::Status>>;
 
   // Marks `round` failed with `why` and takes its members' callbacks.
@@ -88,7 +93,10 @@ class InProcessCollectives final : public CollectiveExecutor {
   std::condition_variable timer_cv_;
   bool stopping_ = false;
   std::map<int32_t, Group> groups_;
-  std::map<std::tuple<int32_t, int32_t, std::string>, int64_t> next_run_;
+  // Per (group, instance, device): the step it last ran in and its runs
+  // there. In-graph members share their step, so a step that failed
+  // half-way never shifts the next step's pairing.
+  std::map<std::tuple<int32_t, int32_t, std::string>, std::pair<int64_t, int64_t>> next_run_;
   std::map<RoundKey, std::shared_ptr<Round>> rounds_;
   std::thread timer_;
 };

@@ -154,6 +154,29 @@ TEST_F(CollectiveLocalTest, RepeatedRunsOfOneInstanceMeetInOrder) {
   }
 }
 
+// A step in which only one member ran (its other replica failed before
+// its collective) does not shift the pairing of the next step's runs.
+TEST_F(CollectiveLocalTest, AFailedStepDoesNotShiftTheNextOne) {
+  CancellationManager step1;
+  Result lone;
+  CollectiveArgs a = Args(CollectiveType::kReduce, 0, 2, 11);
+  a.step_id = 1;
+  Start(c_, a, Tensor::FromVector<float>({100}), &lone, &step1);
+  step1.StartCancel();
+  ASSERT_TRUE(Wait(lone));
+  EXPECT_EQ(lone.value.status().code(), absl::StatusCode::kCancelled);
+  Result r0, r1;
+  CollectiveArgs b0 = Args(CollectiveType::kReduce, 0, 2, 11);
+  CollectiveArgs b1 = Args(CollectiveType::kReduce, 1, 2, 11);
+  b0.step_id = b1.step_id = 2;
+  Start(c_, b0, Tensor::FromVector<float>({1}), &r0);
+  Start(c_, b1, Tensor::FromVector<float>({2}), &r1);
+  ASSERT_TRUE(Wait(r0) && Wait(r1));
+  ASSERT_TRUE(r0.value.ok() && r1.value.ok()) << r0.value.status() << " " << r1.value.status();
+  EXPECT_EQ(Values(*r0.value), std::vector<float>{3});
+  EXPECT_EQ(Values(*r1.value), std::vector<float>{3});
+}
+
 // Gather concatenates in device-name order, whatever the arrival order.
 TEST_F(CollectiveLocalTest, GatherConcatenatesInRankOrder) {
   Result r[3];

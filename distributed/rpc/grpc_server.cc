@@ -19,6 +19,8 @@ namespace {
 
 // Time in-flight calls get to finish when the server stops.
 constexpr int64_t kShutdownGraceMs = 500;
+// Time peers get to take this task's last collective pieces.
+constexpr int kCollectiveDrainMs = 2000;
 
 }  // namespace
 
@@ -176,6 +178,8 @@ void GrpcServer::Stop() {
     if (!started_ || stopped_) return;
     stopped_ = true;
   }
+  // Peers may still fetch the pieces of this task's last collective.
+  collectives_->Drain(kCollectiveDrainMs);
   worker_->AbortAll(absl::UnavailableError(absl::StrCat("task ", task_name_, " is stopping")));
   collectives_->AbortAll(absl::UnavailableError(absl::StrCat("task ", task_name_, " is stopping")));
   // In-process sessions' calls get the grace period gRPC's get below.

@@ -110,8 +110,10 @@ class GrpcServer {
   std::string task_name_;
   std::unique_ptr<DeviceMgr> device_mgr_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
-  std::unique_ptr<GrpcWorkerCache> worker_cache_;
+  // Declared first: destroyed after the worker cache, whose late call
+  // completions may still reach it.
   std::unique_ptr<RemoteCollectives> collectives_;
+  std::unique_ptr<GrpcWorkerCache> worker_cache_;
   WorkerEnv worker_env_;
   MasterEnv master_env_;
   std::unique_ptr<Worker> worker_;
