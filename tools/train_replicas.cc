@@ -965,10 +965,13 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
   t.variables.push_back(*g->global_step);
   t.init_op = client::GlobalVariablesInitializer(g->root);
   GR_RETURN_IF_ERROR(g->root.status());
+  // Every worker starts from the chief's values, whatever it restored.
+  std::vector<Variable> synced = t.variables;
+  GR_ASSIGN_OR_RETURN(Operation sync, strategy.BuildSyncFromChief(g->root, synced));
   client::TrainingLoopOptions lo = LoopOptions(c, last_step, batch, &stop);
   lo.is_chief = strategy.is_chief();
   lo.initializes_own_variables = true;
-  lo.hooks = {runs[0].hook};
+  lo.hooks = {std::make_shared<MirrorSyncHook>(sync), runs[0].hook};
   GR_RETURN_IF_ERROR(AddSummaryHook(c, strategy.is_chief(), &lo));
   GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(g->root, t, std::move(lo)));
   if (log != nullptr && strategy.is_chief()) {

@@ -1,7 +1,9 @@
 #include "client/train/multi_worker_mirrored_strategy.h"
 
 #include "absl/strings/str_cat.h"
+#include "client/ops.h"
 #include "client/train/parameter_server_strategy.h"
+#include "graph/status.h"
 
 namespace graphrun {
 namespace client {
@@ -60,6 +62,47 @@ absl::StatusOr<MirroredTrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
   local.inputs = {inputs};
   return BuildAllReduceTrainStep(root, local, num_replicas_, options_, model_fn, optimizer_fn,
                                  global_step);
+}
+
+absl::StatusOr<Operation> MultiWorkerMirroredStrategy::BuildSyncFromChief(
+    const Scope& root, const std::vector<Variable>& variables) const {
+  // Instance keys apart from the gradients' packs (1, 2, ...).
+  constexpr int32_t kFirstInstance = 1 << 20;
+  Scope s = ReplicaScope(root).NewSubScope("sync_from_chief");
+  Output size = ops::Const(s.WithOpName("group_size"), int32_t{num_replicas_});
+  Output key = ops::Const(s.WithOpName("group_key"), options_.group_key);
+  std::vector<Operation> ops_done;
+  for (size_t j = 0; j < variables.size(); ++j) {
+    const Variable& v = variables[j];
+    std::vector<int64_t> dims;
+    if (!v.shape().known_rank()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sync from chief: variable ", v.name(), " has no known shape"));
+    }
+    for (int64_t d : v.shape().dims()) {
+      if (d < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("sync from chief: variable ", v.name(),
+                                                       " has shape ", v.shape().DebugString()));
+      }
+      dims.push_back(d);
+    }
+    Scope vs = s.NewSubScope(absl::StrCat("var_", j));
+    Output instance =
+        ops::Const(vs.WithOpName("instance_key"), kFirstInstance + static_cast<int32_t>(j));
+    if (is_chief()) {
+      auto sent = ops::CollectiveBcastSendV2(vs, v.Read(vs), size, key, instance);
+      ops_done.push_back(sent.operation);
+    } else {
+      auto got = ops::CollectiveBcastRecvV2(
+          vs, size, key, instance,
+          Tensor::FromVector<int64_t>(dims, TensorShape({static_cast<int64_t>(dims.size())})),
+          v.dtype());
+      ops_done.push_back(v.Assign(vs, got));
+    }
+  }
+  Operation done = ops::NoOp(s.WithOpName("done").WithControlDependencies(ops_done));
+  GR_RETURN_IF_ERROR(s.status());
+  return done;
 }
 
 }  // namespace train

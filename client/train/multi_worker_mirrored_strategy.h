@@ -62,6 +62,15 @@ class MultiWorkerMirroredStrategy {
                                                    const ModelFn& model_fn,
                                                    const OptimizerFn& optimizer_fn,
                                                    const Variable* global_step) const;
+  // Every worker takes the chief's values of `variables` (the same list,
+  // in the same order, on every worker): the chief broadcasts each with
+  // CollectiveBcastSendV2, the others assign what CollectiveBcastRecvV2
+  // gives. Run it on every worker after initialization or a restore, so
+  // a worker that restored nothing (another host's checkpoint directory)
+  // still starts from the chief's state. InvalidArgument for a variable of
+  // unknown shape.
+  absl::StatusOr<Operation> BuildSyncFromChief(const Scope& root,
+                                               const std::vector<Variable>& variables) const;
 
  private:
   int num_replicas_ = 1;

@@ -457,6 +457,60 @@ TEST(TfConfigTest, MultiWorkerMirroredWorkersTrainTogether) {
   }
 }
 
+// Workers that do not share a checkpoint directory (as on two hosts): the
+// chief resumes from its step-300 checkpoint, worker 1 finds none and
+// initializes afresh; the broadcast from the chief after initialization
+// gives worker 1 the chief's weights and global step, so both train
+// steps 300..400 in lockstep and stop together.
+TEST(TfConfigTest, MultiWorkerMirroredWorkersTakeTheChiefsState) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string chief_ckpt = TempDir("tf_config_sync_chief");
+  const std::string logs = TempDir("tf_config_sync_logs");
+  auto tf_config = [](int index) {
+    return absl::StrCat(R"(TF_CONFIG={"cluster": {"worker": ["127.0.0.1:0", "127.0.0.1:0"]}, )",
+                        R"("task": {"type": "worker", "index": )", index, "}}");
+  };
+  auto run = [&](int steps, const std::string& worker_ckpt, std::string* chief_log,
+                 std::string* worker_log) {
+    std::vector<std::string> args = {"train", "--distribution=multi_worker_mirrored",
+                                     "--data=" + std::string(kData),
+                                     absl::StrCat("--steps=", steps), "--format=json"};
+    Children children;
+    std::vector<std::string> a0 = args, a1 = args;
+    a0.push_back("--checkpoint_dir=" + chief_ckpt);
+    a1.push_back("--checkpoint_dir=" + worker_ckpt);
+    const size_t w0 = children.Start("/job:worker/task:0", a0, {tf_config(0)}, logs);
+    const size_t w1 = children.Start("/job:worker/task:1", a1, {tf_config(1)}, logs);
+    ASSERT_TRUE(CollectPorts({&children.all[w0], &children.all[w1]}, 60000).ok());
+    distributed::ClusterSpec spec;
+    spec.AddTask("worker", absl::StrCat("127.0.0.1:", children.all[w0].port));
+    spec.AddTask("worker", absl::StrCat("127.0.0.1:", children.all[w1].port));
+    ASSERT_TRUE(SendCluster(children.all, spec).ok());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
+    ASSERT_TRUE(WaitForExit(children.all[w0], deadline)) << ReadFile(children.all[w0].log_file);
+    ASSERT_TRUE(WaitForExit(children.all[w1], deadline)) << ReadFile(children.all[w1].log_file);
+    *chief_log = ReadFile(children.all[w0].log_file);
+    *worker_log = ReadFile(children.all[w1].log_file);
+    ASSERT_TRUE(ExitedOk(children.all[w0])) << *chief_log;
+    ASSERT_TRUE(ExitedOk(children.all[w1])) << *worker_log;
+  };
+  std::string chief_log, worker_log;
+  run(300, TempDir("tf_config_sync_w1_first"), &chief_log, &worker_log);
+  if (HasFatalFailure()) return;
+  run(400, TempDir("tf_config_sync_w1_second"), &chief_log, &worker_log);
+  if (HasFatalFailure()) return;
+  auto chief = ResultJson(chief_log);
+  auto worker = ResultJson(worker_log);
+  ASSERT_TRUE(chief.ok() && worker.ok()) << chief_log << worker_log;
+  EXPECT_EQ(Num(*chief, "restored_from_step"), 300);
+  EXPECT_EQ(Num(*chief, "global_step"), 400);
+  EXPECT_EQ(Num(*worker, "global_step"), 400);
+  // The chief's restored weights reached worker 1: its first loss is a
+  // trained model's, not ln 10.
+  EXPECT_LT(Num(*chief, "first_loss"), 1.0);
+  EXPECT_GE(Num(*chief, "test_accuracy"), 0.8);
+}
+
 // `graphrun train --local` with `args` (+ --format=json); its result line.
 absl::StatusOr<JsonValue> TrainLocal(const std::vector<std::string>& args,
                                      std::chrono::seconds timeout) {
