@@ -225,7 +225,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   c.evaluator = f.GetBool("evaluator");
   if (f.Has("eval_timeout_secs")) {
     if (!absl::SimpleAtod(f.GetString("eval_timeout_secs"), &c.eval_timeout_secs) ||
-        c.eval_timeout_secs < 0) {
+        !(c.eval_timeout_secs >= 0)) {
       return absl::InvalidArgumentError("--eval_timeout_secs: expected seconds >= 0");
     }
   }

@@ -1063,7 +1063,13 @@ absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream*
     const bool final = client::Saver::IsFinal(c.checkpoint_dir);
     absl::StatusOr<std::string> latest = client::Saver::LatestCheckpoint(c.checkpoint_dir);
     if (latest.ok() && *latest != evaluated) {
-      GR_RETURN_IF_ERROR(saver.Restore(session, *latest));
+      absl::Status restored = saver.Restore(session, *latest);
+      if (absl::IsNotFound(restored) && !final) {
+        // The chief's rotation deleted it meanwhile: take the newest next.
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      GR_RETURN_IF_ERROR(restored);
       GR_ASSIGN_OR_RETURN(std::vector<Tensor> step, session.Run({step_now}));
       TrainResult r;
       GR_RETURN_IF_ERROR(Evaluate(g, session, &r));

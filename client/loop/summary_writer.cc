@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -74,7 +75,11 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(const s
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
   std::unique_ptr<EventFileWriter> w(new EventFileWriter());
-  w->filename_ = absl::StrCat(dir, "/events.out.tfevents.", secs, ".", host, ".", getpid());
+  // Seconds, host, and (a graphrun suffix) pid and a per-process count:
+  // two writers of one process in one second get two files.
+  static std::atomic<int> count{0};
+  w->filename_ =
+      absl::StrCat(dir, "/events.out.tfevents.", secs, ".", host, ".", getpid(), ".", count++);
   w->file_ = std::fopen(w->filename_.c_str(), "wb");
   if (w->file_ == nullptr) {
     return absl::FailedPreconditionError(

@@ -67,8 +67,7 @@ absl::StatusOr<std::unique_ptr<TrainingLoop>> TrainingLoop::Create(const Scope& 
   }
   loop->global_step_now_ = graph.global_step->Read(s);
   loop->global_step_after_ = graph.global_step->Read(s.WithControlDependencies({graph.train_op}));
-  if ((options.is_chief || options.initializes_own_variables) &&
-      !options.checkpoint_dir.empty()) {
+  if ((options.is_chief || options.initializes_own_variables) && !options.checkpoint_dir.empty()) {
     if (graph.variables.empty()) {
       return absl::InvalidArgumentError("TrainingLoop: checkpoints need variables to save");
     }
