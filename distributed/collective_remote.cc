@@ -23,6 +23,12 @@ constexpr char kInst[] = "collective;inst;";
 // The dtype and shape members of an instance must agree on: for a gather
 // all but dimension 0, for a broadcast the whole shape.
 std::string Signature(const CollectiveArgs& a, const Tensor& input) {
+  if (a.type == CollectiveType::kReduce) {
+    // What every member must agree on, algorithm choice included.
+    return absl::StrCat(DataTypeString(a.dtype), "[", input.NumElements(), "] merge ",
+                        static_cast<int>(a.merge_op), " final ", static_cast<int>(a.final_op),
+                        " hint ", a.communication_hint);
+  }
   TensorShape shape = a.type == CollectiveType::kBroadcastRecv ? a.shape : input.shape();
   std::vector<int64_t> dims(shape.dim_sizes().begin(), shape.dim_sizes().end());
   if (a.type == CollectiveType::kGather && !dims.empty()) dims.erase(dims.begin());
@@ -226,10 +232,25 @@ void RemoteCollectives::Start(std::shared_ptr<RunState> st) {
   }
   st->rank = static_cast<int>(pos - g.devices.begin());
   st->n = g.size;
-  if (st->args.type != CollectiveType::kReduce) {
-    ResolveInstance(st);
-    return;
+  if (st->args.type == CollectiveType::kReduce) {
+    // The members agree on dtype, size and algorithm the first time an
+    // instance runs (at the leader); later runs of it skip the round trip.
+    const std::string signature = Signature(st->args, st->input);
+    bool checked;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = checked_.find({st->args.group_key, st->args.instance_key});
+      checked = it != checked_.end() && it->second == signature;
+    }
+    if (checked) {
+      StartReduce(st);
+      return;
+    }
   }
+  ResolveInstance(st);
+}
+
+void RemoteCollectives::StartReduce(std::shared_ptr<RunState> st) {
   st->buffer = st->input.DeepCopy();
   st->elem = DataTypeSize(st->args.dtype);
   const int64_t count = st->buffer.NumElements();
@@ -447,7 +468,8 @@ void RemoteCollectives::Fetch(std::shared_ptr<RunState> st, int rank, const std:
 
 void RemoteCollectives::ResolveInstance(std::shared_ptr<RunState> st) {
   const CollectiveArgs& a = st->args;
-  const char role = a.type == CollectiveType::kGather          ? 'g'
+  const char role = a.type == CollectiveType::kReduce          ? 'a'
+                    : a.type == CollectiveType::kGather        ? 'g'
                     : a.type == CollectiveType::kBroadcastSend ? 's'
                                                                : 'r';
   const int64_t rows = a.type == CollectiveType::kGather ? st->input.dim_size(0) : 0;
@@ -477,9 +499,16 @@ void RemoteCollectives::ResolveInstance(std::shared_ptr<RunState> st) {
         }
         const std::string answer(res->tensor.raw_data(),
                                  static_cast<size_t>(res->tensor.TotalBytes()));
-        if (st->args.type == CollectiveType::kGather) {
+        if (st->args.type == CollectiveType::kReduce) {
+          {
+            std::lock_guard<std::mutex> l(mu_);
+            checked_[{st->args.group_key, st->args.instance_key}] = Signature(st->args, st->input);
+          }
+          StartReduce(st);
+        } else if (st->args.type == CollectiveType::kGather) {
           // "rows;r0,r1,...": every member's rows, in rank order.
-          std::vector<std::string> parts = absl::StrSplit(answer.substr(5), ',');
+          std::vector<std::string> parts =
+              absl::StrSplit(answer.size() > 5 ? answer.substr(5) : "", ',');
           st->rows.clear();
           for (const std::string& p : parts) {
             int64_t r = 0;
@@ -494,7 +523,8 @@ void RemoteCollectives::ResolveInstance(std::shared_ptr<RunState> st) {
           GatherStep(st, 0);
         } else {
           int source = -1;
-          if (!absl::SimpleAtoi(answer.substr(4), &source) || source < 0 || source >= st->n) {
+          if (answer.size() <= 4 || !absl::SimpleAtoi(answer.substr(4), &source) || source < 0 ||
+              source >= st->n) {
             Finish(st, absl::InternalError(absl::StrCat("leader answered '", answer, "'")));
             return;
           }
@@ -613,7 +643,11 @@ void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* 
       std::vector<std::string> rows;
       int source = -1, senders = 0, rank = 0;
       std::string signature, first_device;
-      const bool gather = inst.members.begin()->second[0] == 'g';
+      // The kind of collective: all-reduce, gather, or broadcast (sender
+      // or receiver).
+      auto kind = [](char role) { return role == 's' || role == 'r' ? 'b' : role; };
+      const char first_kind = kind(inst.members.begin()->second[0]);
+      const bool gather = first_kind == 'g';
       for (const std::string& d : ranked) {
         auto it = inst.members.find(d);
         if (it == inst.members.end()) {
@@ -634,17 +668,22 @@ void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* 
               absl::StrCat("collective instance ", instance, " of group ", group, ": device ", d,
                            " has ", f[2], " but ", first_device, " has ", signature));
         }
-        if ((f[0] == "g") != gather) {
+        if (kind(f[0][0]) != first_kind) {
           verdict = absl::InvalidArgumentError(
               absl::StrCat("collective instance ", instance, " of group ", group,
-                           ": its members run different collectives (device ", d, " a ",
-                           f[0] == "g" ? "gather" : "broadcast", ")"));
+                           ": its members run different collectives (device ", d, " runs a ",
+                           kind(f[0][0]) == 'a'   ? "reduce"
+                           : kind(f[0][0]) == 'g' ? "gather"
+                                                  : "broadcast",
+                           ")"));
         }
         rows.push_back(f[1]);
         ++rank;
       }
       if (verdict.ok()) {
-        if (gather) {
+        if (first_kind == 'a') {
+          text = "ok";
+        } else if (gather) {
           text = absl::StrCat("rows;", absl::StrJoin(rows, ","));
         } else if (senders != 1) {
           verdict = absl::InvalidArgumentError(

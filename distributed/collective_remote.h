@@ -23,8 +23,10 @@
 // member gets bit-identical bytes.
 //
 // Gather and broadcast first agree at the leader (as TensorFlow's instance
-// resolution): every member reports its role (sender, receiver, gatherer),
-// its rows and its dtype/shape; the leader answers with the sender's rank
+// resolution), and so does an all-reduce instance on its first run (dtype,
+// size, ops, hint: what picks the algorithm, so members never wait on each
+// other's different keys): every member reports its role, its rows and
+// its dtype/shape; the leader answers with the sender's rank
 // or every member's rows, or with InvalidArgument naming the member that
 // disagrees. Broadcast: receivers fetch from the sender. Gather: a ring
 // passes every member's piece around; the result is the pieces in rank
@@ -115,6 +117,7 @@ class RemoteCollectives final : public CollectiveExecutor {
   // Resolves args' group through the leader (cached once known).
   void ResolveGroup(std::shared_ptr<RunState> st);
   void Start(std::shared_ptr<RunState> st);
+  void StartReduce(std::shared_ptr<RunState> st);
   void RingStep(std::shared_ptr<RunState> st, int segment, int phase, int t);
   void DoublingStep(std::shared_ptr<RunState> st, int k);
   void SegmentDone(std::shared_ptr<RunState> st);
@@ -146,6 +149,9 @@ class RemoteCollectives final : public CollectiveExecutor {
   std::map<int32_t, LeaderGroup> leader_groups_;            // leader side
   std::map<std::tuple<int32_t, int32_t, int64_t>, LeaderInstance> leader_instances_;
   std::map<std::tuple<int32_t, int32_t, std::string>, int64_t> next_run_;
+  // All-reduce instances whose members agreed (at the leader), with the
+  // signature they agreed on.
+  std::map<std::pair<int32_t, int32_t>, std::string> checked_;
   std::map<std::string, Tensor> buffers_;
   std::map<std::string, Waiter> waiters_;
   std::map<std::string, absl::Status> failed_prefixes_;

@@ -225,6 +225,26 @@ TEST_F(CollectiveClusterTest, WrongGroupSizeIsInvalidArgumentNamingTheDevice) {
   t0.join();
 }
 
+// Members that disagree on the size (which would pick different
+// algorithms) fail with InvalidArgument naming the device, with no
+// timeout set: they agree at the leader before exchanging anything.
+TEST_F(CollectiveClusterTest, MembersOfDifferentSizesAreInvalidArgument) {
+  StartCluster(2);
+  std::vector<std::unique_ptr<Session>> sessions;
+  sessions.push_back(Connect(0, Graph(0, 2, "auto")));
+  sessions.push_back(Connect(1, Graph(1, 2, "auto")));
+  auto out = RunAll(sessions, {Random(8, 1), Random(100000, 2)});
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_FALSE(out[k].ok()) << "worker " << k;
+    EXPECT_EQ(out[k].status().code(), absl::StatusCode::kInvalidArgument) << out[k].status();
+    EXPECT_THAT(std::string(out[k].status().message()),
+                HasSubstr("device /job:worker/replica:0/task:1/device:CPU:0 has float[100000]"))
+        << out[k].status();
+  }
+  sessions.clear();
+  cluster_->StopAll();
+}
+
 // Worker 1 stops while worker 0 waits in the all-reduce: worker 0's step
 // fails promptly with Unavailable naming worker 1.
 TEST_F(CollectiveClusterTest, StoppedPeerFailsTheCollectiveNamingIt) {
