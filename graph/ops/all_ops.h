@@ -18,9 +18,9 @@ void RegisterDatasetOps(OpRegistry& r);      // dataset_ops.cc
 void RegisterIoOps(OpRegistry& r);           // io_ops.cc: SaveV2/RestoreV2/…
 void RegisterConvOps(OpRegistry& r);         // conv_ops.cc: conv, pooling, batch norm
 void RegisterTrainingOps(OpRegistry& r);     // training_ops.cc: optimizers, scatter
-void RegisterGradOps(OpRegistry& r);      // grad_ops.cc: BroadcastGradientArgs, InvertPermutation
-void RegisterQueueOps(OpRegistry& r);     // queue_ops.cc: queues, accumulators
-void RegisterDataFlowOps(OpRegistry& r);  // data_flow_ops.cc: DynamicPartition/Stitch
+void RegisterGradOps(OpRegistry& r);        // grad_ops.cc: BroadcastGradientArgs, InvertPermutation
+void RegisterQueueOps(OpRegistry& r);       // queue_ops.cc: queues, accumulators
+void RegisterDataFlowOps(OpRegistry& r);    // data_flow_ops.cc: DynamicPartition/Stitch
 void RegisterCollectiveOps(OpRegistry& r);  // collective_ops.cc: V2 all-reduce/gather/bcast
 
 void RegisterAllOps(OpRegistry& r);

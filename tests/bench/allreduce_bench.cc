@@ -72,12 +72,12 @@ int RunTask(const Flags& f, int launcher_fd) {
     for (int k = 1; k < f.procs; ++k) {
       tools::ChildProcess c;
       c.task = distributed::TaskName("worker", k);
-      absl::Status st = tools::SpawnTask(
-          "/proc/self/exe",
-          {absl::StrCat("--procs=", f.procs), absl::StrCat("--rank=", k),
-           absl::StrCat("--bytes=", f.bytes), absl::StrCat("--iters=", f.iters),
-           "--hint=" + f.hint},
-          {}, c);
+      absl::Status st =
+          tools::SpawnTask("/proc/self/exe",
+                           {absl::StrCat("--procs=", f.procs), absl::StrCat("--rank=", k),
+                            absl::StrCat("--bytes=", f.bytes), absl::StrCat("--iters=", f.iters),
+                            "--hint=" + f.hint},
+                           {}, c);
       if (!st.ok()) return 1;
       children.push_back(c);
     }
