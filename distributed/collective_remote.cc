@@ -782,7 +782,26 @@ void RemoteCollectives::ServeJoin(const std::string& key, RecvTensorResult* out,
 
 void RemoteCollectives::Take(const std::string& key, CallOptions* opts, RecvTensorResult* out,
                              StatusCallback done) {
-  absl::Status refused;
+  // Cancellation is armed before the waiter is published: once published,
+  // a Put may answer and the caller free `opts` at any time.
+  if (opts != nullptr) {
+    opts->SetCancelCallback([this, key] {
+      StatusCallback cb;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        auto it = waiters_.find(key);
+        if (it == waiters_.end()) {
+          cancelled_keys_.insert(key);  // not published yet
+          return;
+        }
+        cb = std::move(it->second.done);
+        waiters_.erase(it);
+      }
+      cb(absl::CancelledError(absl::StrCat("task ", task_, ": collective fetch cancelled")));
+    });
+  }
+  absl::Status answer;  // OK with `out` filled, or the refusal
+  bool published = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = buffers_.find(key);
@@ -791,40 +810,22 @@ void RemoteCollectives::Take(const std::string& key, CallOptions* opts, RecvTens
       out->is_dead = false;
       buffers_.erase(it);
       if (buffers_.empty()) drained_cv_.notify_all();
+    } else if (cancelled_keys_.erase(key) > 0) {
+      answer = absl::CancelledError(absl::StrCat("task ", task_, ": collective fetch cancelled"));
     } else {
-      absl::Status failed = aborted_;
+      answer = aborted_;
       for (const auto& [prefix, why] : failed_prefixes_) {
-        if (failed.ok() && absl::StartsWith(key, prefix)) failed = why;
+        if (answer.ok() && absl::StartsWith(key, prefix)) answer = why;
       }
-      if (failed.ok()) {
+      if (answer.ok()) {
         waiters_[key] = Waiter{out, std::move(done), opts};
-        done = nullptr;
-      } else {
-        refused = failed;
+        published = true;
       }
     }
   }
-  if (!refused.ok()) {
-    done(refused);
-    return;
-  }
-  if (done) {
-    done(absl::OkStatus());
-    return;
-  }
-  if (opts != nullptr) {
-    opts->SetCancelCallback([this, key] {
-      StatusCallback cb;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        auto it = waiters_.find(key);
-        if (it == waiters_.end()) return;
-        cb = std::move(it->second.done);
-        waiters_.erase(it);
-      }
-      cb(absl::CancelledError(absl::StrCat("task ", task_, ": collective fetch cancelled")));
-    });
-  }
+  if (published) return;
+  if (opts != nullptr) opts->ClearCancelCallback();
+  done(answer);
 }
 
 void RemoteCollectives::AbortPrefix(const std::string& prefix, const absl::Status& why) {

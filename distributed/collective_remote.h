@@ -155,6 +155,7 @@ class RemoteCollectives final : public CollectiveExecutor {
   std::map<std::string, Tensor> buffers_;
   std::map<std::string, Waiter> waiters_;
   std::map<std::string, absl::Status> failed_prefixes_;
+  std::set<std::string> cancelled_keys_;  // fetches cancelled before they waited
   std::set<std::shared_ptr<RunState>> running_;
   std::multimap<Clock::time_point, std::weak_ptr<RunState>> deadlines_;
   std::condition_variable timer_cv_;
