@@ -109,46 +109,23 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
 
   // Each task binds a free port and reports it; then every task gets the
   // cluster (tools/launcher_link.h).
-  distributed::ClusterSpec placeholder;
-  std::vector<ChildProcess> children;
-  for (const auto& [job, n] : jobs) {
-    for (int i = 0; i < n; ++i) {
-      placeholder.AddTask(job, "127.0.0.1:0");
-      ChildProcess c;
-      c.task = distributed::TaskName(job, i);
-      children.push_back(c);
-    }
-  }
-  const std::string placeholder_json = placeholder.ToJson();
-  size_t k = 0;
-  for (const auto& [job, n] : jobs) {
-    for (int i = 0; i < n; ++i, ++k) {
-      absl::Status spawned = SpawnTask(
-          "/proc/self/exe",
-          {"server", "--cluster=" + placeholder_json, "--job=" + job, absl::StrCat("--task=", i),
-           absl::StrCat("--cpus=", *cpus), absl::StrCat("--intra_op_threads=", *intra),
-           absl::StrCat("--inter_op_threads=", *inter)},
-          {}, children[k]);
-      if (!spawned.ok()) {
-        err << "Unavailable: cluster: " << spawned.message() << "\n";
-        StopProcesses(children, kStopTimeoutMs);
-        return kExitFailure;
-      }
-    }
-  }
-  distributed::ClusterSpec spec;
-  absl::Status ready = CollectPorts(children, kLauncherWaitMs);
-  if (ready.ok()) {
-    for (const ChildProcess& c : children) {
-      spec.AddTask(distributed::ParseTaskName(c.task)->job, absl::StrCat("127.0.0.1:", c.port));
-    }
-    ready = SendCluster(children, spec);
-  }
-  if (!ready.ok()) {
-    err << absl::StatusCodeToString(ready.code()) << ": cluster: " << ready.message() << "\n";
-    StopProcesses(children, kStopTimeoutMs);
+  auto launch = LaunchLocalCluster(
+      "/proc/self/exe", jobs,
+      [&](const std::string& job, int i, const distributed::ClusterSpec& placeholder) {
+        return TaskCommand{{"server", "--cluster=" + placeholder.ToJson(), "--job=" + job,
+                            absl::StrCat("--task=", i), absl::StrCat("--cpus=", *cpus),
+                            absl::StrCat("--intra_op_threads=", *intra),
+                            absl::StrCat("--inter_op_threads=", *inter)},
+                           {},
+                           ""};
+      });
+  if (!launch.ok()) {
+    err << absl::StatusCodeToString(launch.status().code())
+        << ": cluster: " << launch.status().message() << "\n";
     return kExitFailure;
   }
+  distributed::ClusterSpec spec = launch->spec;
+  std::vector<ChildProcess> children = std::move(launch->children);
   const std::string spec_json = spec.ToJson();
   out << spec_json << std::endl;
   int exit_code = kExitOk;

@@ -198,5 +198,52 @@ void CloseLink(ChildProcess& c) {
   c.launcher_fd = -1;
 }
 
+distributed::ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs) {
+  distributed::ClusterSpec spec;
+  for (const auto& [job, n] : jobs) {
+    for (int i = 0; i < n; ++i) spec.AddTask(job, "127.0.0.1:0");
+  }
+  return spec;
+}
+
+absl::StatusOr<LocalLaunch> LaunchLocalCluster(const std::string& binary,
+                                               const std::map<std::string, int>& jobs,
+                                               const TaskCommandFn& command,
+                                               distributed::GrpcServer* own_server,
+                                               const std::string& own_job, int own_index) {
+  constexpr int kStopTimeoutMs = 5000;
+  const distributed::ClusterSpec placeholder = PlaceholderCluster(jobs);
+  LocalLaunch launch;
+  absl::Status status = [&]() -> absl::Status {
+    for (const auto& [job, n] : jobs) {
+      for (int i = 0; i < n; ++i) {
+        if (own_server != nullptr && job == own_job && i == own_index) continue;
+        TaskCommand cmd = command(job, i, placeholder);
+        ChildProcess c;
+        c.task = distributed::TaskName(job, i);
+        c.log_file = cmd.log_file;
+        launch.children.push_back(c);
+        GR_RETURN_IF_ERROR(SpawnTask(binary, cmd.args, cmd.env, launch.children.back()));
+      }
+    }
+    GR_RETURN_IF_ERROR(CollectPorts(launch.children, kLauncherWaitMs));
+    size_t k = 0;
+    for (const auto& [job, n] : jobs) {
+      for (int i = 0; i < n; ++i) {
+        const bool own = own_server != nullptr && job == own_job && i == own_index;
+        const int port = own ? own_server->bound_port() : launch.children[k++].port;
+        launch.spec.AddTask(job, absl::StrCat("127.0.0.1:", port));
+      }
+    }
+    if (own_server != nullptr) own_server->UpdateCluster(launch.spec);
+    return SendCluster(launch.children, launch.spec);
+  }();
+  if (!status.ok()) {
+    StopProcesses(launch.children, kStopTimeoutMs);
+    return status;
+  }
+  return launch;
+}
+
 }  // namespace tools
 }  // namespace graphrun

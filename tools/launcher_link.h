@@ -17,6 +17,8 @@
 #ifndef GRAPHRUN_TOOLS_LAUNCHER_LINK_H_
 #define GRAPHRUN_TOOLS_LAUNCHER_LINK_H_
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +76,39 @@ absl::Status SendCluster(std::vector<ChildProcess>& children,
 
 // Closes the launcher's end of `c`'s link, if open.
 void CloseLink(ChildProcess& c);
+
+// --- A whole local cluster, the one launcher ---
+
+// `jobs` (name -> task count) with port 0 everywhere: what tasks get
+// before their ports are known.
+distributed::ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs);
+
+// How one task process starts: its arguments (after the binary), extra
+// environment ("NAME=value") and log file ("" = inherit stdout/stderr).
+struct TaskCommand {
+  std::vector<std::string> args;
+  std::vector<std::string> env;
+  std::string log_file;
+};
+using TaskCommandFn = std::function<TaskCommand(const std::string& job, int index,
+                                                const distributed::ClusterSpec& placeholder)>;
+
+struct LocalLaunch {
+  distributed::ClusterSpec spec;       // the real addresses
+  std::vector<ChildProcess> children;  // job order, then index order
+};
+
+// Starts one `binary` process per task of `jobs` on loopback, linked to
+// this launcher, except the task `own_job`:`own_index` (own_job "": none),
+// which is `own_server`: a server of this process, started with port 0 and
+// await_cluster. Collects every port, then hands every task (and
+// own_server) the cluster. On error, the tasks started are stopped and the
+// error names the task.
+absl::StatusOr<LocalLaunch> LaunchLocalCluster(const std::string& binary,
+                                               const std::map<std::string, int>& jobs,
+                                               const TaskCommandFn& command,
+                                               distributed::GrpcServer* own_server = nullptr,
+                                               const std::string& own_job = "", int own_index = 0);
 
 }  // namespace tools
 }  // namespace graphrun

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -63,31 +64,25 @@ absl::StatusOr<std::string> GraphrunBinary(const TrainConfig& c) {
   return self.string();
 }
 
-// Starts every child: `graphrun server` for a PS, `graphrun train` with
-// TF_CONFIG for a worker, each linked to this launcher (its ports come
-// back through the link; `placeholder` has port 0 everywhere).
-absl::Status StartTaskProcesses(const TrainConfig& c, const std::string& binary,
-                                const distributed::ClusterSpec& placeholder,
-                                std::vector<ChildProcess>& children) {
+// How a child starts: `graphrun server` for a PS, `graphrun train` with
+// TF_CONFIG for a worker (the cluster with port 0 everywhere; the real one
+// comes through the launcher link), output in `log_dir`.
+TaskCommand ChildCommand(const TrainConfig& c, const std::string& log_dir, const std::string& job,
+                         int index, const distributed::ClusterSpec& placeholder) {
   const std::string spec_json = placeholder.ToJson();
-  const int intra = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
-  const int inter = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
-  for (ChildProcess& child : children) {
-    const bool ps = absl::StartsWith(child.task, "/job:ps/");
-    const std::string task = child.task.substr(child.task.rfind(':') + 1);
-    if (ps) {
-      GR_RETURN_IF_ERROR(SpawnTask(
-          binary,
-          {"server", "--cluster=" + spec_json, "--job=ps", "--task=" + task,
-           absl::StrCat("--intra_op_threads=", intra), absl::StrCat("--inter_op_threads=", inter)},
-          {}, child));
-    } else {
-      std::string tf_config = absl::StrCat(R"({"cluster": )", spec_json,
-                                           R"(, "task": {"type": "worker", "index": )", task, "}}");
-      GR_RETURN_IF_ERROR(SpawnTask(binary, TrainFlags(c), {"TF_CONFIG=" + tf_config}, child));
-    }
+  const std::string log_file = absl::StrCat(log_dir, "/", job, "_", index, ".log");
+  if (job == "ps") {
+    const int intra = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
+    const int inter = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
+    return TaskCommand{
+        {"server", "--cluster=" + spec_json, "--job=ps", absl::StrCat("--task=", index),
+         absl::StrCat("--intra_op_threads=", intra), absl::StrCat("--inter_op_threads=", inter)},
+        {},
+        log_file};
   }
-  return absl::OkStatus();
+  std::string tf_config = absl::StrCat(R"({"cluster": )", spec_json,
+                                       R"(, "task": {"type": "worker", "index": )", index, "}}");
+  return TaskCommand{TrainFlags(c), {"TF_CONFIG=" + tf_config}, log_file};
 }
 
 // A task lost to the run rather than failed by it: any PS exit, or a
@@ -112,39 +107,33 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
     return absl::FailedPreconditionError("train: cannot create a directory for the task logs");
   }
   // Every task binds a free port of its own and reports it; the cluster
-  // goes out once all are known (tools/launcher_link.h).
-  distributed::ClusterSpec placeholder;
-  std::vector<ChildProcess> children;
-  for (int i = 0; i < c.ps + c.workers; ++i) {
-    const bool ps = i < c.ps;
-    const int task = ps ? i : i - c.ps;
-    placeholder.AddTask(ps ? "ps" : "worker", "127.0.0.1:0");
-    if (!ps && task == 0) continue;  // the chief: this process
-    ChildProcess child;
-    child.task = distributed::TaskName(ps ? "ps" : "worker", task);
-    child.log_file = absl::StrCat(log_dir, "/", ps ? "ps" : "worker", "_", task, ".log");
-    children.push_back(child);
-  }
-  distributed::ServerOptions chief_options = TaskServerOptions(c, placeholder, "worker", 0);
+  // goes out once all are known (tools/launcher_link.h). Worker 0, the
+  // chief, is this process.
+  std::map<std::string, int> jobs = {{"worker", c.workers}};
+  if (c.ps > 0) jobs["ps"] = c.ps;
+  distributed::ServerOptions chief_options =
+      TaskServerOptions(c, PlaceholderCluster(jobs), "worker", 0);
   chief_options.port = 0;
   chief_options.await_cluster = true;
   std::unique_ptr<distributed::GrpcServer> chief_server;
   distributed::ClusterSpec spec;
+  std::vector<ChildProcess> children;
   absl::Status started = [&]() -> absl::Status {
     GR_ASSIGN_OR_RETURN(chief_server, distributed::GrpcServer::Create(chief_options));
     GR_RETURN_IF_ERROR(chief_server->Start());
-    GR_RETURN_IF_ERROR(StartTaskProcesses(c, binary, placeholder, children));
-    GR_RETURN_IF_ERROR(CollectPorts(children, kLauncherWaitMs));
-    for (int i = 0; i < c.ps; ++i) spec.AddTask("ps", absl::StrCat("127.0.0.1:", children[i].port));
-    spec.AddTask("worker", absl::StrCat("127.0.0.1:", chief_server->bound_port()));
-    for (int i = c.ps; i < static_cast<int>(children.size()); ++i) {
-      spec.AddTask("worker", absl::StrCat("127.0.0.1:", children[i].port));
-    }
-    chief_server->UpdateCluster(spec);
-    return SendCluster(children, spec);
+    GR_ASSIGN_OR_RETURN(
+        LocalLaunch launch,
+        LaunchLocalCluster(
+            binary, jobs,
+            [&](const std::string& job, int index, const distributed::ClusterSpec& placeholder) {
+              return ChildCommand(c, log_dir, job, index, placeholder);
+            },
+            chief_server.get(), "worker", 0));
+    spec = launch.spec;
+    children = std::move(launch.children);
+    return absl::OkStatus();
   }();
   if (!started.ok()) {
-    StopProcesses(children, kStopTimeoutMs);
     if (chief_server != nullptr) chief_server->Stop();
     return absl::Status(started.code(),
                         absl::StrCat("train: starting the cluster: ", started.message(),
