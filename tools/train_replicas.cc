@@ -975,11 +975,7 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
   GR_RETURN_IF_ERROR(AddSummaryHook(c, strategy.is_chief(), &lo));
   GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(g->root, t, std::move(lo)));
   if (log != nullptr && strategy.is_chief()) {
-    *log << step.plan.Summary()
-         << (step.plan.algorithm == "auto" ? " (ring, or recursive "
-                                             "doubling up to 64 KiB)"
-                                           : "")
-         << "\n";
+    *log << step.plan.Summary() << "\n";
   }
   std::vector<std::unique_ptr<ClientSession>> sessions;
   sessions.push_back(std::make_unique<ClientSession>(g->root, strategy.session_options(target)));

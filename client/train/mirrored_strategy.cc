@@ -124,6 +124,12 @@ absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
     plan->bytes = total_bytes;
     plan->replicas = members;
     plan->algorithm = options.communication_hint;
+    plan->pack_bytes.clear();
+    for (const std::vector<size_t>& pack : packs) {
+      int64_t b = 0;
+      for (size_t j : pack) b += FullyDefined(shapes[j]) ? NumElements(shapes[j]) * elem : 0;
+      plan->pack_bytes.push_back(b);
+    }
   }
   return out;
 }
@@ -242,7 +248,12 @@ absl::StatusOr<MirroredTrainStep> MirroredStrategy::BuildTrainStep(
   }
   for (int k = 0; k < n; ++k) local.scopes.push_back(ReplicaScope(root, k));
   local.devices = devices_;
-  return BuildAllReduceTrainStep(root, local, n, options_, model_fn, optimizer_fn, global_step);
+  GR_ASSIGN_OR_RETURN(
+      MirroredTrainStep step,
+      BuildAllReduceTrainStep(root, local, n, options_, model_fn, optimizer_fn, global_step));
+  // The replicas meet in this process's memory, whatever the hint.
+  step.plan.algorithm = "shared memory";
+  return step;
 }
 
 absl::StatusOr<MirroredTrainStep> BuildAllReduceTrainStep(

@@ -54,7 +54,10 @@ struct AllReducePlan {
   int packs = 0;
   int64_t bytes = 0;  // per replica per step
   int replicas = 0;
-  std::string algorithm;  // the communication hint in effect
+  // The algorithm that runs: "shared memory" (in one process), "ring",
+  // "recursive doubling", both joined by " and ", or a hint as given.
+  std::string algorithm;
+  std::vector<int64_t> pack_bytes;  // per pack (0: not fully defined)
   // "all-reduce: 6 gradients in 1 pack (0.9 MiB) over 2 replicas, auto"
   std::string Summary() const;
 };

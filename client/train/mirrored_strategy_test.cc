@@ -153,7 +153,7 @@ TEST(MirroredStrategyTest, ReplicasFollowTheSingleReplicaLossCurve) {
       EXPECT_EQ(many->plan.bytes, (20 * 16 + 16 + 16 * 5 + 5) * 4);
       EXPECT_EQ(many->plan.Summary(),
                 absl::StrCat("all-reduce: 4 gradients in 1 pack (0.0 MiB) over ", replicas,
-                             " replicas, auto"));
+                             " replicas, shared memory"));
     }
   }
 }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/ops.h"
 #include "client/train/parameter_server_strategy.h"
+#include "distributed/collective_remote.h"
 #include "graph/status.h"
 
 namespace graphrun {
@@ -60,8 +61,22 @@ absl::StatusOr<MirroredTrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
   local.scopes = {ReplicaScope(root)};
   local.devices = {device()};
   local.inputs = {inputs};
-  return BuildAllReduceTrainStep(root, local, num_replicas_, options_, model_fn, optimizer_fn,
-                                 global_step);
+  GR_ASSIGN_OR_RETURN(MirroredTrainStep step,
+                      BuildAllReduceTrainStep(root, local, num_replicas_, options_, model_fn,
+                                              optimizer_fn, global_step));
+  if (options_.communication_hint == "auto") {
+    // As RemoteCollectives picks per pack: recursive doubling for small
+    // packs on a power-of-two group, else the ring.
+    const bool pow2 = (num_replicas_ & (num_replicas_ - 1)) == 0;
+    bool ring = false, doubling = false;
+    for (int64_t b : step.plan.pack_bytes) {
+      (pow2 && b > 0 && b <= distributed::RemoteCollectives::kSmallBytes ? doubling : ring) = true;
+    }
+    step.plan.algorithm = ring && doubling ? "ring and recursive doubling"
+                          : doubling       ? "recursive doubling"
+                                           : "ring";
+  }
+  return step;
 }
 
 absl::StatusOr<Operation> MultiWorkerMirroredStrategy::BuildSyncFromChief(

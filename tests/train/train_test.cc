@@ -415,8 +415,9 @@ TEST(TrainTest, MirroredReachesAccuracyAndResumesOnMoreReplicas) {
   ASSERT_TRUE(r->test_accuracy.has_value());
   EXPECT_GE(*r->test_accuracy, 0.85);
   EXPECT_EQ(client::Saver::StepOfPrefix(r->checkpoint), 705);
-  EXPECT_NE(log.str().find("all-reduce: 6 gradients in 1 pack (1.0 MiB) over 2 replicas, auto"),
-            std::string::npos)
+  EXPECT_NE(
+      log.str().find("all-reduce: 6 gradients in 1 pack (1.0 MiB) over 2 replicas, shared memory"),
+      std::string::npos)
       << log.str();
   ASSERT_TRUE(r->allreduce.has_value());
   EXPECT_EQ(r->allreduce->packs, 1);
@@ -485,6 +486,7 @@ TEST(TrainTest, MultiWorkerMirroredRecoversFromAKilledWorker) {
   EXPECT_GE(*r->test_accuracy, 0.85);
   ASSERT_TRUE(r->allreduce.has_value());
   EXPECT_EQ(r->allreduce->replicas, 2);
+  EXPECT_EQ(r->allreduce->algorithm, "ring");        // one 1 MiB pack
   EXPECT_TRUE(ChildrenRunning("graphrun").empty());  // every task process stopped
 }
 
