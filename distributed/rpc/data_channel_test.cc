@@ -3,7 +3,10 @@
 // peer process killed mid-call (Unavailable naming it, promptly).
 #include "distributed/rpc/data_channel.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -202,10 +205,20 @@ TEST_F(DataChannelTest, ServerStopIsUnavailableNamingThePeer) {
   EXPECT_EQ(Recv(*conn_, "t:small", &r).code(), absl::StatusCode::kUnavailable);
 }
 
+// A port held bound but not listening refuses connections, and no other
+// process can take it meanwhile (a stopped server's port could be reused).
 TEST_F(DataChannelTest, ConnectRefusedIsUnavailableNamingThePeer) {
-  int port = server_->port();
-  server_->Stop();
+  int held = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
   auto c = DataConnection::Connect("127.0.0.1", port, kWho, DataChannelOptions());
+  close(held);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(c.status().message()), HasSubstr(kWho));
