@@ -9,16 +9,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/collective_remote_internal.h"
 #include "runtime/collective_math.h"
 
 namespace graphrun {
 namespace distributed {
-namespace {
-
-constexpr char kPrefix[] = "collective;";
-constexpr char kJoin[] = "collective;join;";
-constexpr char kBuf[] = "collective;buf;";
-constexpr char kInst[] = "collective;inst;";
+namespace collective_internal {
 
 // The dtype and shape members of an instance must agree on: for a gather
 // all but dimension 0, for a broadcast the whole shape.
@@ -41,41 +37,15 @@ std::string Describe(const CollectiveArgs& a) {
                       " instance ", a.instance_key, " (node '", a.node, "' on ", a.device, ")");
 }
 
-int Mod(int a, int n) { return ((a % n) + n) % n; }
+}  // namespace collective_internal
 
-}  // namespace
-
-// One member's run of one collective.
-struct RemoteCollectives::RunState {
-  CollectiveArgs args;
-  Tensor input;
-  DoneCallback done;
-  CancellationManager* cancel = nullptr;
-  CancellationToken token = -1;
-  std::shared_ptr<const Group> group;
-  int rank = 0, n = 0;
-  int64_t run = 0;
-  std::string prefix;               // "collective;buf;G;I;RUN;"
-  Tensor buffer;                    // the result being built (ring: the reduce-scatter's)
-  Tensor output;                    // ring: the all-gather's result
-  Tensor flat_buffer, flat_output;  // 1-D views of both
-  // Gather: every member's rows (rank order) and the pieces received.
-  std::vector<int64_t> rows;
-  std::vector<Tensor> pieces;
-  int64_t elem = 0;  // bytes per element
-  // Ring: segments of the tensor, each N chunks.
-  std::vector<std::pair<int64_t, int64_t>> segments;  // [begin, end) elements
-  std::atomic<int> segments_left{0};
-  std::mutex mu;
-  bool finished = false;
-  std::vector<std::shared_ptr<CallOptions>> fetches;  // in flight
-
-  // Chunk `c` of segment `s`: [begin, end) elements.
-  std::pair<int64_t, int64_t> Chunk(int s, int c) const {
-    const auto [b, e] = segments[s];
-    return {b + (e - b) * c / n, b + (e - b) * (c + 1) / n};
-  }
-};
+using collective_internal::Describe;
+using collective_internal::kBuf;
+using collective_internal::kInst;
+using collective_internal::kJoin;
+using collective_internal::kPrefix;
+using collective_internal::Mod;
+using collective_internal::Signature;
 
 RemoteCollectives::RemoteCollectives(std::string task, WorkerCacheInterface* workers,
                                      std::string leader)
@@ -408,25 +378,6 @@ void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status
   st->done(st->output.IsInitialized() ? std::move(st->output) : std::move(st->buffer));
 }
 
-void RemoteCollectives::Put(const std::string& key, Tensor value) {
-  Waiter w{nullptr, nullptr, nullptr};
-  absl::Status failed;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = waiters_.find(key);
-    if (it == waiters_.end()) {
-      buffers_[key] = std::move(value);
-      return;
-    }
-    w = it->second;
-    waiters_.erase(it);
-  }
-  if (w.opts != nullptr) w.opts->ClearCancelCallback();
-  w.out->tensor = std::move(value);
-  w.out->is_dead = false;
-  w.done(absl::OkStatus());
-}
-
 void RemoteCollectives::Fetch(std::shared_ptr<RunState> st, int rank, const std::string& key,
                               std::function<void(absl::StatusOr<Tensor>)> cb) {
   const std::string device = st->group->devices[rank];
@@ -601,285 +552,6 @@ void RemoteCollectives::GatherStep(std::shared_ptr<RunState> st, int t) {
     st->pieces[piece] = std::move(*v);
     GatherStep(st, t + 1);
   });
-}
-
-void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* out,
-                                      StatusCallback done) {
-  // "collective;inst;G;I;RUN;SIZE;DEVICE;ROLE;ROWS;SIGNATURE"
-  std::vector<std::string> parts =
-      absl::StrSplit(key.substr(sizeof(kInst) - 1), absl::MaxSplits(';', 7));
-  int32_t group = 0, instance = 0;
-  int64_t run = 0;
-  int size = 0;
-  if (parts.size() != 8 || !absl::SimpleAtoi(parts[0], &group) ||
-      !absl::SimpleAtoi(parts[1], &instance) || !absl::SimpleAtoi(parts[2], &run) ||
-      !absl::SimpleAtoi(parts[3], &size) || parts[5].size() != 1) {
-    done(
-        absl::InvalidArgumentError(absl::StrCat("task ", task_, ": bad instance key '", key, "'")));
-    return;
-  }
-  const std::string& device = parts[4];
-  std::vector<Waiter> answer;
-  absl::Status verdict;
-  std::string text;
-  absl::Status refused;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto git = leader_groups_.find(group);
-    if (!aborted_.ok()) {
-      refused = aborted_;
-    } else if (git == leader_groups_.end() ||
-               static_cast<int>(git->second.devices.size()) != size) {
-      refused = absl::FailedPreconditionError(
-          absl::StrCat("instance ", instance, " of group ", group, " before the group formed"));
-    }
-    if (refused.ok()) {
-      LeaderInstance& inst = leader_instances_[{group, instance, run}];
-      inst.members[device] = absl::StrCat(parts[5], ";", parts[6], ";", parts[7]);
-      inst.pending.push_back({out, std::move(done), nullptr});
-      if (static_cast<int>(inst.members.size()) < size) return;
-      // Every member spoke: one verdict for all, in rank order.
-      const std::set<std::string>& ranked = git->second.devices;
-      std::vector<std::string> rows;
-      int source = -1, senders = 0, rank = 0;
-      std::string signature, first_device;
-      // The kind of collective: all-reduce, gather, or broadcast (sender
-      // or receiver).
-      auto kind = [](char role) { return role == 's' || role == 'r' ? 'b' : role; };
-      const char first_kind = kind(inst.members.begin()->second[0]);
-      const bool gather = first_kind == 'g';
-      for (const std::string& d : ranked) {
-        auto it = inst.members.find(d);
-        if (it == inst.members.end()) {
-          verdict = absl::InvalidArgumentError(
-              absl::StrCat("device ", d, " of group ", group, " did not join instance ", instance));
-          break;
-        }
-        std::vector<std::string> f = absl::StrSplit(it->second, absl::MaxSplits(';', 2));
-        if (f[0] == "s") {
-          source = rank;
-          ++senders;
-        }
-        if (signature.empty()) {
-          signature = f[2];
-          first_device = d;
-        } else if (f[2] != signature) {
-          verdict = absl::InvalidArgumentError(
-              absl::StrCat("collective instance ", instance, " of group ", group, ": device ", d,
-                           " has ", f[2], " but ", first_device, " has ", signature));
-        }
-        if (kind(f[0][0]) != first_kind) {
-          verdict = absl::InvalidArgumentError(
-              absl::StrCat("collective instance ", instance, " of group ", group,
-                           ": its members run different collectives (device ", d, " runs a ",
-                           kind(f[0][0]) == 'a'   ? "reduce"
-                           : kind(f[0][0]) == 'g' ? "gather"
-                                                  : "broadcast",
-                           ")"));
-        }
-        rows.push_back(f[1]);
-        ++rank;
-      }
-      if (verdict.ok()) {
-        if (first_kind == 'a') {
-          text = "ok";
-        } else if (gather) {
-          text = absl::StrCat("rows;", absl::StrJoin(rows, ","));
-        } else if (senders != 1) {
-          verdict = absl::InvalidArgumentError(
-              absl::StrCat("collective broadcast instance ", instance, " of group ", group,
-                           " needs exactly one sender, found ", senders));
-        } else {
-          text = absl::StrCat("src;", source);
-        }
-      }
-      answer.swap(inst.pending);
-      leader_instances_.erase({group, instance, run});
-    }
-  }
-  if (!refused.ok()) {
-    done(refused);
-    return;
-  }
-  for (Waiter& w : answer) {
-    if (!verdict.ok()) {
-      w.done(verdict);
-      continue;
-    }
-    Tensor t(DT_UINT8, TensorShape({static_cast<int64_t>(text.size())}));
-    std::memcpy(t.raw_data(), text.data(), text.size());
-    w.out->tensor = std::move(t);
-    w.out->is_dead = false;
-    w.done(absl::OkStatus());
-  }
-}
-
-void RemoteCollectives::Serve(const std::string& key, CallOptions* opts, RecvTensorResult* out,
-                              StatusCallback done) {
-  if (absl::StartsWith(key, kInst)) {
-    ServeInstance(key, out, std::move(done));
-  } else if (absl::StartsWith(key, kJoin)) {
-    ServeJoin(key, out, std::move(done));
-  } else if (absl::StartsWith(key, kBuf)) {
-    Take(key, opts, out, std::move(done));
-  } else {
-    done(absl::InvalidArgumentError(
-        absl::StrCat("task ", task_, ": bad collective key '", key, "'")));
-  }
-}
-
-void RemoteCollectives::ServeJoin(const std::string& key, RecvTensorResult* out,
-                                  StatusCallback done) {
-  // "collective;join;G;SIZE;DEVICE"
-  std::vector<std::string> parts =
-      absl::StrSplit(key.substr(sizeof(kJoin) - 1), absl::MaxSplits(';', 2));
-  int32_t group = 0;
-  int size = 0;
-  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &group) ||
-      !absl::SimpleAtoi(parts[1], &size) || size < 1) {
-    done(absl::InvalidArgumentError(absl::StrCat("task ", task_, ": bad join key '", key, "'")));
-    return;
-  }
-  const std::string& device = parts[2];
-  std::vector<Waiter> answer;
-  std::string members;
-  absl::Status refused;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto [it, inserted] = leader_groups_.try_emplace(group);
-    LeaderGroup& g = it->second;
-    if (inserted) g.size = size;
-    if (!aborted_.ok()) {
-      refused = aborted_;
-    } else if (g.size != size) {
-      refused = absl::InvalidArgumentError(absl::StrCat("group ", group, " has group_size ", g.size,
-                                                        " (set by its first member) but device ",
-                                                        device, " says ", size));
-    } else if (g.devices.count(device) == 0 && static_cast<int>(g.devices.size()) == g.size) {
-      refused = absl::InvalidArgumentError(absl::StrCat(
-          "device ", device, " is not a member of group ", group, ", which is complete with ",
-          g.size, " devices (", absl::StrJoin(g.devices, ", "), ")"));
-    } else {
-      g.devices.insert(device);
-      g.pending.push_back({out, std::move(done), nullptr});
-      if (static_cast<int>(g.devices.size()) < g.size) return;
-      members = absl::StrJoin(g.devices, "\n");
-      answer.swap(g.pending);
-    }
-  }
-  if (!refused.ok()) {
-    done(refused);
-    return;
-  }
-  for (Waiter& w : answer) {
-    Tensor t(DT_UINT8, TensorShape({static_cast<int64_t>(members.size())}));
-    if (!members.empty()) std::memcpy(t.raw_data(), members.data(), members.size());
-    w.out->tensor = std::move(t);
-    w.out->is_dead = false;
-    w.done(absl::OkStatus());
-  }
-}
-
-void RemoteCollectives::Take(const std::string& key, CallOptions* opts, RecvTensorResult* out,
-                             StatusCallback done) {
-  // Cancellation is armed before the waiter is published: once published,
-  // a Put may answer and the caller free `opts` at any time.
-  if (opts != nullptr) {
-    opts->SetCancelCallback([this, key] {
-      StatusCallback cb;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        auto it = waiters_.find(key);
-        if (it == waiters_.end()) {
-          cancelled_keys_.insert(key);  // not published yet
-          return;
-        }
-        cb = std::move(it->second.done);
-        waiters_.erase(it);
-      }
-      cb(absl::CancelledError(absl::StrCat("task ", task_, ": collective fetch cancelled")));
-    });
-  }
-  absl::Status answer;  // OK with `out` filled, or the refusal
-  bool published = false;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = buffers_.find(key);
-    if (it != buffers_.end()) {
-      out->tensor = std::move(it->second);
-      out->is_dead = false;
-      buffers_.erase(it);
-      if (buffers_.empty()) drained_cv_.notify_all();
-    } else if (cancelled_keys_.erase(key) > 0) {
-      answer = absl::CancelledError(absl::StrCat("task ", task_, ": collective fetch cancelled"));
-    } else {
-      answer = aborted_;
-      for (const auto& [prefix, why] : failed_prefixes_) {
-        if (answer.ok() && absl::StartsWith(key, prefix)) answer = why;
-      }
-      if (answer.ok()) {
-        waiters_[key] = Waiter{out, std::move(done), opts};
-        published = true;
-      }
-    }
-  }
-  if (published) return;
-  if (opts != nullptr) opts->ClearCancelCallback();
-  done(answer);
-}
-
-void RemoteCollectives::AbortPrefix(const std::string& prefix, const absl::Status& why) {
-  std::vector<Waiter> failed;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    failed_prefixes_.emplace(prefix, why);
-    for (auto it = waiters_.lower_bound(prefix);
-         it != waiters_.end() && absl::StartsWith(it->first, prefix);) {
-      failed.push_back(std::move(it->second));
-      it = waiters_.erase(it);
-    }
-    for (auto it = buffers_.lower_bound(prefix);
-         it != buffers_.end() && absl::StartsWith(it->first, prefix);) {
-      it = buffers_.erase(it);
-    }
-  }
-  for (Waiter& w : failed) {
-    if (w.opts != nullptr) w.opts->ClearCancelCallback();
-    w.done(why);
-  }
-}
-
-void RemoteCollectives::Drain(int timeout_ms) {
-  std::unique_lock<std::mutex> l(mu_);
-  drained_cv_.wait_for(l, std::chrono::milliseconds(timeout_ms),
-                       [this] { return buffers_.empty(); });
-}
-
-void RemoteCollectives::AbortAll(const absl::Status& why) {
-  std::vector<Waiter> failed;
-  std::vector<std::shared_ptr<RunState>> runs;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (aborted_.ok()) aborted_ = why;
-    for (auto& [key, w] : waiters_) failed.push_back(std::move(w));
-    waiters_.clear();
-    buffers_.clear();
-    drained_cv_.notify_all();
-    for (auto& [group, g] : leader_groups_) {
-      for (Waiter& w : g.pending) failed.push_back(std::move(w));
-      g.pending.clear();
-    }
-    for (auto& [key, inst] : leader_instances_) {
-      for (Waiter& w : inst.pending) failed.push_back(std::move(w));
-    }
-    leader_instances_.clear();
-    runs.assign(running_.begin(), running_.end());
-  }
-  for (Waiter& w : failed) {
-    if (w.opts != nullptr) w.opts->ClearCancelCallback();
-    w.done(why);
-  }
-  for (auto& st : runs) Finish(st, why);
 }
 
 void RemoteCollectives::TimerLoop() {

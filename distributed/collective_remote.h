@@ -136,7 +136,6 @@ class RemoteCollectives final : public CollectiveExecutor {
   void Broadcast(std::shared_ptr<RunState> st, int source);
   void GatherStep(std::shared_ptr<RunState> st, int t);
   void Take(const std::string& key, CallOptions* opts, RecvTensorResult* out, StatusCallback done);
-  void AbortPrefix(const std::string& prefix, const absl::Status& why);
   void TimerLoop();
 
   const std::string task_;
@@ -154,7 +153,6 @@ class RemoteCollectives final : public CollectiveExecutor {
   std::map<std::pair<int32_t, int32_t>, std::string> checked_;
   std::map<std::string, Tensor> buffers_;
   std::map<std::string, Waiter> waiters_;
-  std::map<std::string, absl::Status> failed_prefixes_;
   std::set<std::string> cancelled_keys_;  // fetches cancelled before they waited
   std::set<std::shared_ptr<RunState>> running_;
   std::multimap<Clock::time_point, std::weak_ptr<RunState>> deadlines_;

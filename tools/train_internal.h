@@ -1,7 +1,10 @@
 // The pieces of `graphrun train` (tools/train_command.h) shared by its
-// files: train_replicas.cc builds and runs the replicas (local, in-process
-// cluster, one task of a cluster), train_processes.cc starts one process
-// per task, train_command.cc parses the flags and prints the result.
+// files: train_replicas.cc builds and runs the parameter-server and local
+// replicas (local, in-process cluster, one task of a cluster),
+// train_allreduce.cc the mirrored and multi-worker ones, train_evaluate.cc
+// the evaluator (all on train_pieces.h), train_processes.cc starts one
+// process per task, train_command.cc parses the flags and prints the
+// result.
 #ifndef GRAPHRUN_TOOLS_TRAIN_INTERNAL_H_
 #define GRAPHRUN_TOOLS_TRAIN_INTERNAL_H_
 
@@ -86,6 +89,15 @@ absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* lo
 // Returns after the checkpoint the chief marked final; DeadlineExceeded
 // when c.eval_timeout_secs pass without a new one.
 absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream* log);
+
+// --distribution=multi_worker_mirrored: this task's replica (a chief or
+// worker of `spec`, served by `server`), its gradients all-reduced with
+// the other workers'. `control` may be null.
+absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
+                                             const distributed::ClusterSpec& spec,
+                                             const std::string& task_type, int task_index,
+                                             distributed::GrpcServer* server, std::ostream* log,
+                                             RunControl* control);
 
 // --local: one replica in a DirectSession.
 absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log);

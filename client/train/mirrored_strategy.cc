@@ -18,6 +18,13 @@ bool FullyDefined(const PartialShape& s) {
   return true;
 }
 
+// The mean of scalars (one per replica), built in `s`.
+Output Mean(const Scope& s, const std::vector<Output>& values) {
+  if (values.size() == 1) return ops::Identity(s, values[0]);
+  std::vector<Input> in(values.begin(), values.end());
+  return ops::RealDiv(s, ops::AddN(s, InputList(in)), static_cast<float>(values.size()));
+}
+
 int64_t NumElements(const PartialShape& s) {
   int64_t n = 1;
   for (int64_t d : s.dims()) n *= d;
@@ -186,10 +193,7 @@ std::vector<Output> MirroredStrategy::SplitBatch(const Scope& scope, const Outpu
 
 Output MirroredStrategy::MeanOfReplicas(const Scope& scope,
                                         const std::vector<Output>& values) const {
-  Scope s = scope.WithDevice(devices_[0]);
-  if (values.size() == 1) return ops::Identity(s, values[0]);
-  std::vector<Input> in(values.begin(), values.end());
-  return ops::RealDiv(s, ops::AddN(s, InputList(in)), static_cast<float>(values.size()));
+  return Mean(scope.WithDevice(devices_[0]), values);
 }
 
 absl::StatusOr<std::vector<std::vector<Output>>> MirroredStrategy::AllReduce(
@@ -318,18 +322,13 @@ absl::StatusOr<MirroredTrainStep> BuildAllReduceTrainStep(
   } else {
     step.train_op = ops::NoOp(s0.WithOpName("train").WithControlDependencies(applies));
   }
-  auto mean = [&](const Scope& s, const std::vector<Output>& values) -> Output {
-    if (values.size() == 1) return ops::Identity(s, values[0]);
-    std::vector<Input> in(values.begin(), values.end());
-    return ops::RealDiv(s, ops::AddN(s, InputList(in)), static_cast<float>(values.size()));
-  };
   std::vector<Output> losses;
   for (const ReplicaModel& m : step.replicas) losses.push_back(m.loss);
-  step.loss = mean(s0.NewSubScope("loss"), losses);
+  step.loss = Mean(s0.NewSubScope("loss"), losses);
   for (size_t i = 0; i < step.replicas[0].metrics.size(); ++i) {
     std::vector<Output> values;
     for (const ReplicaModel& m : step.replicas) values.push_back(m.metrics[i]);
-    step.metrics.push_back(mean(s0.NewSubScope(absl::StrCat("metric_", i)), values));
+    step.metrics.push_back(Mean(s0.NewSubScope(absl::StrCat("metric_", i)), values));
   }
   std::vector<std::vector<Variable>> copies(n);
   for (int k = 0; k < n; ++k) {

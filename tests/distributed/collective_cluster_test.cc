@@ -23,20 +23,22 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// An int32 scalar Const node on `dev`.
+std::string IntConst(const std::string& dev, const std::string& name, int v) {
+  return absl::StrCat(R"(node { name: ")", name, R"(" op: "Const" device: ")", dev,
+                      R"(" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: )",
+                      v, " } } } }\n");
+}
+
 // Worker `k`'s graph: x (fed) -> CollectiveReduceV2 on its device.
 std::string Graph(int k, int group_size, const std::string& hint, int instance = 1,
                   const std::string& dtype = "DT_FLOAT") {
   const std::string dev = absl::StrCat("/job:worker/replica:0/task:", k, "/device:CPU:0");
-  auto int_const = [&](const std::string& name, int v) {
-    return absl::StrCat(R"(node { name: ")", name, R"(" op: "Const" device: ")", dev,
-                        R"(" attr { key: "dtype" value { type: DT_INT32 } }
-           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: )",
-                        v, " } } } }\n");
-  };
   return absl::StrCat(R"(node { name: "x" op: "Placeholder" device: ")", dev,
                       R"(" attr { key: "dtype" value { type: )", dtype, " } } }\n",
-                      int_const("size", group_size), int_const("key", 7),
-                      int_const("instance", instance),
+                      IntConst(dev, "size", group_size), IntConst(dev, "key", 7),
+                      IntConst(dev, "instance", instance),
                       R"(node { name: "r" op: "CollectiveReduceV2" device: ")", dev,
                       R"(" input: "x" input: "size" input: "key" input: "instance"
          attr { key: "T" value { type: )",
@@ -142,12 +144,6 @@ TEST_F(CollectiveClusterTest, AllReduceIsTheMeanAndBitIdenticalOnEveryWorker) {
 // Worker k's graph for gather / broadcast (sender: worker 0).
 std::string GatherGraph(int k, int group_size) {
   const std::string dev = absl::StrCat("/job:worker/replica:0/task:", k, "/device:CPU:0");
-  auto int_const = [&](const std::string& name, int v) {
-    return absl::StrCat(R"(node { name: ")", name, R"(" op: "Const" device: ")", dev,
-                        R"(" attr { key: "dtype" value { type: DT_INT32 } }
-           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: )",
-                        v, " } } } }\n");
-  };
   return absl::StrCat(
       R"(node { name: "x" op: "Placeholder" device: ")", dev,
       R"(" attr { key: "dtype" value { type: DT_FLOAT } } }
@@ -156,8 +152,8 @@ std::string GatherGraph(int k, int group_size) {
       R"(" attr { key: "dtype" value { type: DT_INT32 } }
            attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } }
                   int_val: 2 int_val: 3 } } } })",
-      "\n", int_const("size", group_size), int_const("key", 9), int_const("gi", 1),
-      int_const("bi", 2), R"(node { name: "g" op: "CollectiveGatherV2" device: ")", dev,
+      "\n", IntConst(dev, "size", group_size), IntConst(dev, "key", 9), IntConst(dev, "gi", 1),
+      IntConst(dev, "bi", 2), R"(node { name: "g" op: "CollectiveGatherV2" device: ")", dev,
       R"(" input: "x" input: "size" input: "key" input: "gi"
          attr { key: "T" value { type: DT_FLOAT } } attr { key: "timeout_seconds" value { f: 60 } } }
       )",

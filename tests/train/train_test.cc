@@ -42,6 +42,12 @@ std::string Runfile(const std::string& rel) {
   return std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/" + rel;
 }
 
+// The step of the newest checkpoint in `dir`; -1 when there is none.
+int64_t LatestStep(const std::string& dir) {
+  auto l = client::Saver::LatestCheckpoint(dir);
+  return l.ok() ? client::Saver::StepOfPrefix(*l) : int64_t{-1};
+}
+
 // Distributed runs start one process per task from the graphrun binary.
 TrainConfig Config(const std::string& dir) {
   TrainConfig c;
@@ -227,11 +233,7 @@ TEST(TrainTest, ResumesAfterKill) {
   // (its files are written before the state file names it), then kill
   // mid-run.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  auto latest_step = [&] {
-    auto l = client::Saver::LatestCheckpoint(dir);
-    return l.ok() ? client::Saver::StepOfPrefix(*l) : int64_t{-1};
-  };
-  while (latest_step() < 300 && std::chrono::steady_clock::now() < deadline) {
+  while (LatestStep(dir) < 300 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   kill(pid, SIGKILL);
@@ -316,6 +318,15 @@ class BackgroundTrain {
   std::thread thread_;
 };
 
+// Waits (up to 120 s) until `dir` holds a checkpoint of step `step` or
+// later, or `run` ended.
+void WaitForCheckpoint(const std::string& dir, int64_t step, const BackgroundTrain& run) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (LatestStep(dir) < step && !run.done() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 // Synchronous training, one process per task: killing worker 1 ends the
 // run quickly with Unavailable naming it (the chief is blocked waiting for
 // worker 1's gradients when it dies).
@@ -357,17 +368,10 @@ void RecoversFromAKilledPs(bool sync) {
   c.steps = 1500;
   c.save_checkpoint_steps = 100;
   BackgroundTrain run(c);
-  auto latest_step = [&] {
-    auto l = client::Saver::LatestCheckpoint(dir);
-    return l.ok() ? client::Saver::StepOfPrefix(*l) : int64_t{-1};
-  };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (latest_step() < 200 && !run.done() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitForCheckpoint(dir, 200, run);
   std::vector<pid_t> ps = ChildrenRunning(" server ");
   ASSERT_EQ(ps.size(), 2u) << "the run ended before its step-200 checkpoint";
-  const int64_t saved_before_kill = latest_step();
+  const int64_t saved_before_kill = LatestStep(dir);
   kill(ps[0], SIGKILL);
   ASSERT_TRUE(run.WaitFor(std::chrono::seconds(120)))
       << "the run did not end within 120 s of the kill";
@@ -460,17 +464,10 @@ TEST(TrainTest, MultiWorkerMirroredRecoversFromAKilledWorker) {
   c.steps = 1000;
   c.save_checkpoint_steps = 100;
   BackgroundTrain run(c);
-  auto latest_step = [&] {
-    auto l = client::Saver::LatestCheckpoint(dir);
-    return l.ok() ? client::Saver::StepOfPrefix(*l) : int64_t{-1};
-  };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (latest_step() < 200 && !run.done() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  WaitForCheckpoint(dir, 200, run);
   std::vector<pid_t> workers = ChildrenRunning(" train ");
   ASSERT_EQ(workers.size(), 1u) << "the run ended before its step-200 checkpoint";
-  const int64_t saved_before_kill = latest_step();
+  const int64_t saved_before_kill = LatestStep(dir);
   kill(workers[0], SIGKILL);
   ASSERT_TRUE(run.WaitFor(std::chrono::seconds(120)))
       << "the run did not end within 120 s of the kill";

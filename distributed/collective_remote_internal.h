@@ -1,0 +1,68 @@
+// Internal to distributed/collective_remote*.cc: the keys, the helpers and
+// one member's run state.
+#ifndef GRAPHRUN_DISTRIBUTED_COLLECTIVE_REMOTE_INTERNAL_H_
+#define GRAPHRUN_DISTRIBUTED_COLLECTIVE_REMOTE_INTERNAL_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distributed/collective_remote.h"
+
+namespace graphrun {
+namespace distributed {
+namespace collective_internal {
+
+inline constexpr char kPrefix[] = "collective;";
+inline constexpr char kJoin[] = "collective;join;";
+inline constexpr char kBuf[] = "collective;buf;";
+inline constexpr char kInst[] = "collective;inst;";
+
+// What the members of an instance must agree on (dtype and shape; for an
+// all-reduce also the ops and hint, which pick the algorithm).
+std::string Signature(const CollectiveArgs& a, const Tensor& input);
+// "collective reduce of group 1 instance 7 (node 'r' on DEVICE)".
+std::string Describe(const CollectiveArgs& a);
+inline int Mod(int a, int n) { return ((a % n) + n) % n; }
+
+}  // namespace collective_internal
+
+// One member's run of one collective.
+struct RemoteCollectives::RunState {
+  CollectiveArgs args;
+  Tensor input;
+  DoneCallback done;
+  CancellationManager* cancel = nullptr;
+  CancellationToken token = -1;
+  std::shared_ptr<const Group> group;
+  int rank = 0, n = 0;
+  int64_t run = 0;
+  std::string prefix;               // "collective;buf;G;I;RUN;"
+  Tensor buffer;                    // the result being built (ring: the reduce-scatter's)
+  Tensor output;                    // ring: the all-gather's result
+  Tensor flat_buffer, flat_output;  // 1-D views of both
+  // Gather: every member's rows (rank order) and the pieces received.
+  std::vector<int64_t> rows;
+  std::vector<Tensor> pieces;
+  int64_t elem = 0;  // bytes per element
+  // Ring: segments of the tensor, each N chunks.
+  std::vector<std::pair<int64_t, int64_t>> segments;  // [begin, end) elements
+  std::atomic<int> segments_left{0};
+  std::mutex mu;
+  bool finished = false;
+  std::vector<std::shared_ptr<CallOptions>> fetches;  // in flight
+
+  // Chunk `c` of segment `s`: [begin, end) elements.
+  std::pair<int64_t, int64_t> Chunk(int s, int c) const {
+    const auto [b, e] = segments[s];
+    return {b + (e - b) * c / n, b + (e - b) * (c + 1) / n};
+  }
+};
+
+}  // namespace distributed
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_DISTRIBUTED_COLLECTIVE_REMOTE_INTERNAL_H_
