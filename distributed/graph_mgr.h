@@ -1,8 +1,9 @@
 // GraphMgr: the graphs one worker session registered on this task. A
-// registered graph is this task's piece of a placed client graph; it is
-// partitioned again per local device (cross-device edges inside the task
-// become local _Send/_Recv pairs) and an Executor is built per device,
-// once. Steps then run all of them with one rendezvous and call frame.
+// registered graph is this task's piece of a placed client graph; the
+// step pipeline's last stages (runtime/step_pipeline.h, as DirectSession
+// runs them) partition it per local device and build an Executor per
+// device, once; steps then run all of them with one rendezvous and call
+// frame.
 //
 // Thread-safe; a graph deregistered while a step runs stays alive until
 // the step ends.
@@ -21,6 +22,7 @@
 #include "graph/proto/graph.pb.h"
 #include "graph/proto/step_stats.pb.h"
 #include "runtime/executor.h"
+#include "runtime/step_pipeline.h"
 
 namespace graphrun {
 namespace distributed {
@@ -50,17 +52,9 @@ class GraphMgr {
   void ExecuteAsync(const std::string& handle, const StepParams& params, StatusCallback done);
 
  private:
-  struct Unit {
-    Device* device;
-    std::unique_ptr<Executor> executor;
-  };
-  struct Item {
-    std::vector<Unit> units;
-  };
-
   const WorkerEnv* env_;
   std::mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<Item>> items_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const DeviceExecutors>> items_;
   std::atomic<int64_t> next_id_{1};
 };
 

@@ -17,6 +17,7 @@
 #include "placement/partition.h"
 #include "placement/placer.h"
 #include "runtime/client_graph.h"
+#include "runtime/step_pipeline.h"
 
 namespace graphrun {
 namespace distributed {
@@ -223,25 +224,18 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::GetOrCreateP
       break;
     }
   }
-  ClientGraphSpec spec{feeds, fetches, targets, client_device};
-  GR_ASSIGN_OR_RETURN(ClientGraph cg, BuildClientGraph(def, *env_->op_registry, spec));
-
   std::vector<placement::DeviceInfo> infos;
   absl::flat_hash_map<std::string, uint64_t> incarnations;
   for (const auto& d : devices_) {
     infos.push_back({d.name(), d.device_type()});
     incarnations[d.name()] = d.incarnation();
   }
-  placement::PlacerOptions popts;
-  popts.default_device = client_device;
-  popts.allow_soft_placement = config_.allow_soft_placement();
-  popts.log_device_placement = config_.log_device_placement();
-  const KernelRegistry* kr = env_->kernel_registry;
-  popts.supports_device = [kr](const Node& n, const std::string& type) {
-    return kr->HasKernel(n.def(), type);
-  };
-  GR_RETURN_IF_ERROR(placement::Place(cg.graph.get(), infos, popts));
-
+  ClientGraphSpec spec{feeds, fetches, targets, client_device};
+  GR_ASSIGN_OR_RETURN(
+      ClientGraph cg,
+      PlaceClientGraph(def, *env_->op_registry, *env_->kernel_registry, spec, infos, config_));
+  // The pipeline's task stage: one piece per task, each task's GraphMgr
+  // then runs the device stages.
   placement::PartitionOptions part;
   part.node_to_loc = [](const Node& n) { return TaskOfDevice(n.assigned_device()); };
   part.get_incarnation = [&incarnations](const std::string& name) -> uint64_t {

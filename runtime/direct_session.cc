@@ -11,11 +11,9 @@
 #include "graph/ops/all_ops.h"
 #include "graph/status.h"
 #include "kernels/all_kernels.h"
-#include "placement/partition.h"
-#include "placement/placer.h"
-#include "runtime/client_graph.h"
 #include "runtime/local_rendezvous.h"
 #include "runtime/session_factory.h"
+#include "runtime/step_pipeline.h"
 
 namespace graphrun {
 namespace {
@@ -146,41 +144,16 @@ DirectSession::GetOrCreateExecutors(const std::vector<std::string>& feeds,
     def = graph_def_;
   }
   const auto& devices = device_mgr_->devices();
-  ClientGraphSpec spec{feeds, fetches, targets, devices[0]->name()};
-  GR_ASSIGN_OR_RETURN(ClientGraph cg, BuildClientGraph(def, *op_registry_, spec));
-
   std::vector<placement::DeviceInfo> infos;
   for (const auto& d : devices) infos.push_back({d->name(), d->device_type()});
-  placement::PlacerOptions popts;
-  popts.default_device = devices[0]->name();
-  popts.allow_soft_placement = options_.config.allow_soft_placement();
-  popts.log_device_placement = options_.config.log_device_placement();
-  const KernelRegistry* kr = kernel_registry_;
-  popts.supports_device = [kr](const Node& n, const std::string& type) {
-    return kr->HasKernel(n.def(), type);
-  };
-  GR_RETURN_IF_ERROR(placement::Place(cg.graph.get(), infos, popts));
-
-  placement::PartitionOptions part;
-  DeviceMgr* dm = device_mgr_.get();
-  part.get_incarnation = [dm](const std::string& name) -> uint64_t {
-    auto d = dm->Lookup(name);
-    return d.ok() ? (*d)->incarnation() : 1;
-  };
-  GR_ASSIGN_OR_RETURN(auto partitions, placement::Partition(*cg.graph, part));
-
+  ClientGraphSpec spec{feeds, fetches, targets, devices[0]->name()};
+  GR_ASSIGN_OR_RETURN(ClientGraph cg, PlaceClientGraph(def, *op_registry_, *kernel_registry_, spec,
+                                                       infos, options_.config));
   auto ek = std::make_shared<ExecutorsAndKeys>();
   ek->feed_types = cg.feed_types;
   ek->fetch_types = cg.fetch_types;
-  for (auto& [device_name, pdef] : partitions) {
-    GR_ASSIGN_OR_RETURN(Device * device, device_mgr_->Lookup(device_name));
-    ImportOptions io;
-    io.infer_shapes = false;
-    GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> pg, GraphFromGraphDef(pdef, *op_registry_, io));
-    ExecutorParams ep{device, kernel_registry_};
-    GR_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::Create(ep, std::move(pg)));
-    ek->partitions.push_back({device, std::move(ex), std::move(pdef)});
-  }
+  GR_ASSIGN_OR_RETURN(ek->executors, DeviceExecutors::Build(*cg.graph, device_mgr_.get(),
+                                                            *op_registry_, *kernel_registry_));
   std::lock_guard<std::mutex> l(mu_);
   executors_[key] = ek;
   return ek;
@@ -218,83 +191,56 @@ absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const tensorflow::RunOpti
   const bool trace =
       options.trace_level() != tensorflow::RunOptions::NO_TRACE && metadata != nullptr;
   tensorflow::StepStats step_stats;
-  std::vector<std::unique_ptr<StepStatsCollector>> collectors;
 
-  struct Barrier {
-    std::mutex mu;
-    std::condition_variable cv;
-    int pending;
-    absl::Status status;
-  } barrier;
-  barrier.pending = static_cast<int>(ek->partitions.size());
-  ThreadPool* pool = inter_op_pool_.get();
-  Executor::Args eargs;
-  eargs.step_id = next_step_id_.fetch_add(1);
-  eargs.rendezvous = &rendezvous;
-  eargs.call_frame = &frame;
-  eargs.cancellation_manager = &cm;
-  eargs.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
-  eargs.collective_executor = collectives_.get();
-  for (auto& p : ek->partitions) {
-    if (trace) {
-      auto* ds = step_stats.add_dev_stats();
-      ds->set_device(p.device->name());
-      collectors.push_back(std::make_unique<StepStatsCollector>(ds));
-      eargs.stats_collector = collectors.back().get();
-    }
-  }
   int64_t timeout_ms = options.timeout_in_ms() > 0 ? options.timeout_in_ms()
                                                    : options_.config.operation_timeout_in_ms();
-  // With a deadline every partition starts on the pool so this thread can
-  // watch the clock; otherwise the last one starts inline (cheap graphs then
-  // finish without a thread switch).
-  const size_t num_parts = ek->partitions.size();
-  for (size_t k = 0; k < num_parts; ++k) {
-    auto& p = ek->partitions[k];
-    Executor::Args a = eargs;
-    a.stats_collector = trace ? collectors[k].get() : nullptr;
-    auto start = [&barrier, &rendezvous, &cm, a, ex = p.executor.get()] {
-      ex->RunAsync(a, [&barrier, &rendezvous, &cm](const absl::Status& s) {
-        if (!s.ok()) {
-          rendezvous.StartAbort(s);
-          cm.StartCancel();
-        }
-        std::lock_guard<std::mutex> l(barrier.mu);
-        if (!s.ok() && barrier.status.ok()) barrier.status = s;
-        if (--barrier.pending == 0) barrier.cv.notify_all();
-      });
-    };
-    if (timeout_ms > 0 || k + 1 < num_parts) {
-      pool->Schedule(start);
-    } else {
-      start();
-    }
-  }
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    absl::Status status;
+  } waiter;
+  DeviceExecutors::StepArgs sargs;
+  sargs.step_id = next_step_id_.fetch_add(1);
+  sargs.rendezvous = &rendezvous;
+  sargs.call_frame = &frame;
+  sargs.cancellation = &cm;
+  sargs.inter_op_pool = inter_op_pool_.get();
+  sargs.collectives = collectives_.get();
+  sargs.stats = trace ? &step_stats : nullptr;
+  // With a deadline this thread watches the clock, so nothing runs inline.
+  sargs.run_last_inline = timeout_ms <= 0;
+  DeviceExecutors::RunAsync(ek->executors, sargs, [&waiter](const absl::Status& s) {
+    std::lock_guard<std::mutex> l(waiter.mu);
+    waiter.status = s;
+    waiter.done = true;
+    waiter.cv.notify_all();
+  });
+  absl::Status step_status;
   {
-    std::unique_lock<std::mutex> l(barrier.mu);
-    if (timeout_ms > 0) {
-      if (!barrier.cv.wait_for(l, std::chrono::milliseconds(timeout_ms),
-                               [&] { return barrier.pending == 0; })) {
-        absl::Status deadline =
-            absl::DeadlineExceededError(absl::StrCat("step timed out after ", timeout_ms, " ms"));
-        if (barrier.status.ok()) barrier.status = deadline;
-        l.unlock();
-        rendezvous.StartAbort(deadline);
-        cm.StartCancel();
-        l.lock();
-      }
+    std::unique_lock<std::mutex> l(waiter.mu);
+    if (timeout_ms > 0 && !waiter.cv.wait_for(l, std::chrono::milliseconds(timeout_ms),
+                                              [&] { return waiter.done; })) {
+      l.unlock();
+      absl::Status deadline =
+          absl::DeadlineExceededError(absl::StrCat("step timed out after ", timeout_ms, " ms"));
+      step_status = deadline;
+      rendezvous.StartAbort(deadline);
+      cm.StartCancel();
+      l.lock();
     }
-    barrier.cv.wait(l, [&] { return barrier.pending == 0; });
+    waiter.cv.wait(l, [&] { return waiter.done; });
+    if (step_status.ok()) step_status = waiter.status;
   }
   {
     std::lock_guard<std::mutex> l(mu_);
     running_.erase(std::remove(running_.begin(), running_.end(), &cm), running_.end());
   }
-  if (!barrier.status.ok()) return barrier.status;
+  if (!step_status.ok()) return step_status;
   if (metadata != nullptr) {
     if (trace) *metadata->mutable_step_stats() = std::move(step_stats);
     if (options.output_partition_graphs()) {
-      for (const auto& p : ek->partitions) *metadata->add_partition_graphs() = p.graph_def;
+      for (auto& g : ek->executors->partition_graphs()) *metadata->add_partition_graphs() = g;
     }
   }
   std::vector<Tensor> out = frame.TakeRetvals();

@@ -1,7 +1,8 @@
-// The in-process session: places the client graph of each distinct
-// (feeds, fetches, targets) signature over this process's devices,
-// partitions it per device, builds one Executor per partition (cached), and
-// runs all partitions of a step concurrently with one LocalRendezvous.
+// The in-process session: the step pipeline (runtime/step_pipeline.h) with
+// one task. It places the client graph of each distinct (feeds, fetches,
+// targets) signature over this process's devices, builds one Executor per
+// device (cached), and runs all of a step's devices concurrently with one
+// LocalRendezvous.
 #ifndef GRAPHRUN_RUNTIME_DIRECT_SESSION_H_
 #define GRAPHRUN_RUNTIME_DIRECT_SESSION_H_
 
@@ -17,6 +18,7 @@
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/session.h"
+#include "runtime/step_pipeline.h"
 
 namespace graphrun {
 
@@ -40,13 +42,8 @@ class DirectSession : public Session {
   const DeviceMgr& device_mgr() const { return *device_mgr_; }
 
  private:
-  struct PartitionExec {
-    Device* device;
-    std::unique_ptr<Executor> executor;
-    tensorflow::GraphDef graph_def;
-  };
   struct ExecutorsAndKeys {
-    std::vector<PartitionExec> partitions;
+    std::shared_ptr<const DeviceExecutors> executors;
     DataTypeVector feed_types, fetch_types;
   };
 

@@ -1,0 +1,127 @@
+#include "runtime/step_pipeline.h"
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "graph/status.h"
+#include "kernels/thread_pool.h"
+#include "placement/partition.h"
+
+namespace graphrun {
+
+absl::StatusOr<ClientGraph> PlaceClientGraph(const tensorflow::GraphDef& def,
+                                             const OpRegistry& op_registry,
+                                             const KernelRegistry& kernel_registry,
+                                             const ClientGraphSpec& spec,
+                                             const std::vector<placement::DeviceInfo>& devices,
+                                             const tensorflow::ConfigProto& config) {
+  GR_ASSIGN_OR_RETURN(ClientGraph cg, BuildClientGraph(def, op_registry, spec));
+  placement::PlacerOptions popts;
+  popts.default_device = spec.client_device;
+  popts.allow_soft_placement = config.allow_soft_placement();
+  popts.log_device_placement = config.log_device_placement();
+  const KernelRegistry* kr = &kernel_registry;
+  popts.supports_device = [kr](const Node& n, const std::string& type) {
+    return kr->HasKernel(n.def(), type);
+  };
+  GR_RETURN_IF_ERROR(placement::Place(cg.graph.get(), devices, popts));
+  return cg;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceExecutors>> DeviceExecutors::Build(
+    const Graph& graph, DeviceMgr* device_mgr, const OpRegistry& op_registry,
+    const KernelRegistry& kernels) {
+  placement::PartitionOptions popts;
+  popts.get_incarnation = [device_mgr](const std::string& name) -> uint64_t {
+    auto d = device_mgr->Lookup(name);
+    return d.ok() ? (*d)->incarnation() : placement::kDefaultIncarnation;
+  };
+  GR_ASSIGN_OR_RETURN(auto partitions, placement::Partition(graph, popts));
+  auto out = std::unique_ptr<DeviceExecutors>(new DeviceExecutors());
+  ImportOptions io;
+  io.infer_shapes = false;  // the whole graph's shapes were checked already
+  for (auto& [device_name, pdef] : partitions) {
+    GR_ASSIGN_OR_RETURN(Device * device, device_mgr->Lookup(device_name));
+    GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> pg, GraphFromGraphDef(pdef, op_registry, io));
+    ExecutorParams ep{device, &kernels};
+    GR_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::Create(ep, std::move(pg)));
+    out->units_.push_back({device, std::move(ex), std::move(pdef)});
+  }
+  return out;
+}
+
+std::vector<tensorflow::GraphDef> DeviceExecutors::partition_graphs() const {
+  std::vector<tensorflow::GraphDef> out;
+  out.reserve(units_.size());
+  for (const Unit& u : units_) out.push_back(u.graph_def);
+  return out;
+}
+
+void DeviceExecutors::RunAsync(std::shared_ptr<const DeviceExecutors> self, const StepArgs& p,
+                               std::function<void(const absl::Status&)> done) {
+  struct Barrier {
+    std::mutex mu;
+    int pending;
+    absl::Status status;
+    std::vector<std::unique_ptr<StepStatsCollector>> collectors;
+    std::function<void(const absl::Status&)> done;
+    std::shared_ptr<const DeviceExecutors> executors;  // alive until `done`
+  };
+  const size_t n = self->units_.size();
+  if (n == 0) {
+    done(absl::OkStatus());
+    return;
+  }
+  auto barrier = std::make_shared<Barrier>();
+  barrier->pending = static_cast<int>(n);
+  barrier->done = std::move(done);
+  barrier->executors = self;
+  ThreadPool* pool = p.inter_op_pool;
+  Executor::Args args;
+  args.step_id = p.step_id;
+  args.rendezvous = p.rendezvous;
+  args.call_frame = p.call_frame;
+  args.cancellation_manager = p.cancellation;
+  args.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+  args.collective_executor = p.collectives;
+  if (p.stats != nullptr) {
+    for (const Unit& u : self->units_) {
+      auto* ds = p.stats->add_dev_stats();
+      ds->set_device(u.device->name());
+      barrier->collectors.push_back(std::make_unique<StepStatsCollector>(ds));
+    }
+  }
+  Rendezvous* rendezvous = p.rendezvous;
+  CancellationManager* cm = p.cancellation;
+  for (size_t k = 0; k < n; ++k) {
+    Executor::Args a = args;
+    if (p.stats != nullptr) a.stats_collector = barrier->collectors[k].get();
+    Executor* ex = self->units_[k].executor.get();
+    auto start = [barrier, rendezvous, cm, a, ex] {
+      ex->RunAsync(a, [barrier, rendezvous, cm](const absl::Status& s) {
+        if (!s.ok()) {
+          rendezvous->StartAbort(s);
+          cm->StartCancel();
+        }
+        std::function<void(const absl::Status&)> fire;
+        absl::Status result;
+        {
+          std::lock_guard<std::mutex> l(barrier->mu);
+          if (!s.ok() && barrier->status.ok()) barrier->status = s;
+          if (--barrier->pending == 0) {
+            fire = std::move(barrier->done);
+            result = barrier->status;
+          }
+        }
+        if (fire) fire(result);
+      });
+    };
+    if (k + 1 < n || !p.run_last_inline) {
+      pool->Schedule(start);
+    } else {
+      start();
+    }
+  }
+}
+
+}  // namespace graphrun

@@ -1,0 +1,96 @@
+// The step pipeline every session shares. A client graph goes through the
+// same stages whether one process runs it (DirectSession) or a cluster
+// does (MasterSession, then each task's GraphMgr):
+//
+//   PlaceClientGraph      feeds/fetches/targets -> pruned client graph,
+//                         placed over the devices the session sees
+//   (MasterSession only)  partitioned per task, one piece sent to each
+//   DeviceExecutors       one task's graph partitioned per local device
+//                         (cross-device edges become _Send/_Recv), one
+//                         Executor per device, built once
+//   DeviceExecutors::RunAsync
+//                         one step: every device's executor with one
+//                         rendezvous, call frame and cancellation; the
+//                         first error aborts the rest
+//
+// so what a kernel sees (step id, collectives, cancellation, tracing) is
+// the same under both sessions.
+#ifndef GRAPHRUN_RUNTIME_STEP_PIPELINE_H_
+#define GRAPHRUN_RUNTIME_STEP_PIPELINE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/proto/config.pb.h"
+#include "graph/proto/graph.pb.h"
+#include "graph/proto/step_stats.pb.h"
+#include "kernels/kernel_registry.h"
+#include "placement/placer.h"
+#include "runtime/client_graph.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+
+namespace graphrun {
+
+// The client graph of `spec` (pruned to what the fetches and targets
+// need, with _Arg/_Retval for feeds and fetches on spec.client_device),
+// placed over `devices`; unplaced nodes go to spec.client_device. Errors
+// name the node (no kernel on any allowed device, an impossible
+// constraint) or the feed/fetch/target.
+absl::StatusOr<ClientGraph> PlaceClientGraph(const tensorflow::GraphDef& def,
+                                             const OpRegistry& op_registry,
+                                             const KernelRegistry& kernel_registry,
+                                             const ClientGraphSpec& spec,
+                                             const std::vector<placement::DeviceInfo>& devices,
+                                             const tensorflow::ConfigProto& config);
+
+// One task's executors for a placed graph: one per local device.
+class DeviceExecutors {
+ public:
+  // Partitions `graph` (every node assigned to a device of `device_mgr`)
+  // per device and builds each piece's Executor. Errors name the node (a
+  // device this task does not have, a missing kernel, bad attrs).
+  static absl::StatusOr<std::unique_ptr<DeviceExecutors>> Build(const Graph& graph,
+                                                                DeviceMgr* device_mgr,
+                                                                const OpRegistry& op_registry,
+                                                                const KernelRegistry& kernels);
+
+  struct StepArgs {
+    int64_t step_id = 0;
+    Rendezvous* rendezvous = nullptr;             // not owned; outlives the step
+    CallFrameInterface* call_frame = nullptr;     // not owned; outlives the step
+    CancellationManager* cancellation = nullptr;  // not owned; outlives the step
+    ThreadPool* inter_op_pool = nullptr;          // not owned
+    CollectiveExecutor* collectives = nullptr;    // not owned; null = none
+    tensorflow::StepStats* stats = nullptr;       // null = no tracing
+    // false: every device's executor starts on the pool (the caller's
+    // thread is free at once, to watch a deadline); true: the last starts
+    // on the caller's thread (cheap graphs finish without a switch).
+    bool run_last_inline = true;
+  };
+  // Runs one step on every device. `done` runs once, after every executor
+  // finished, with the first error (which also aborts the rendezvous and
+  // cancels the step, so the others stop). `self` (this object, shared)
+  // is kept alive until then.
+  static void RunAsync(std::shared_ptr<const DeviceExecutors> self, const StepArgs& args,
+                       std::function<void(const absl::Status&)> done);
+
+  int num_devices() const { return static_cast<int>(units_.size()); }
+  // The per-device pieces, as RunMetadata.partition_graphs reports them.
+  std::vector<tensorflow::GraphDef> partition_graphs() const;
+
+ private:
+  struct Unit {
+    Device* device;
+    std::unique_ptr<Executor> executor;
+    tensorflow::GraphDef graph_def;
+  };
+  std::vector<Unit> units_;
+};
+
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_RUNTIME_STEP_PIPELINE_H_
