@@ -8,14 +8,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/launcher_link.h"
 #include "distributed/local_cluster.h"
+#include "distributed/process_util.h"
 #include "graph/status.h"
 #include "tools/flags.h"
-#include "tools/launcher_link.h"
-#include "tools/process_util.h"
 
 namespace graphrun {
 namespace tools {
+
+using distributed::ChildProcess;
+using distributed::LaunchLocalCluster;
+using distributed::Reap;
+using distributed::StopProcesses;
+using distributed::TaskCommand;
 namespace {
 
 constexpr int kStopTimeoutMs = 5000;
@@ -108,7 +114,7 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   }
 
   // Each task binds a free port and reports it; then every task gets the
-  // cluster (tools/launcher_link.h).
+  // cluster (distributed/launcher_link.h).
   auto launch = LaunchLocalCluster(
       "/proc/self/exe", jobs,
       [&](const std::string& job, int i, const distributed::ClusterSpec& placeholder) {

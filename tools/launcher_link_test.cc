@@ -1,8 +1,8 @@
-// The launcher link (tools/launcher_link.h) with real task processes:
+// The launcher link (distributed/launcher_link.h) with real task processes:
 // `graphrun server` tasks bind port 0, report it, answer Unavailable until
 // their cluster arrives, then serve; tasks that die or stay silent are
 // named within the deadline.
-#include "tools/launcher_link.h"
+#include "distributed/launcher_link.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +21,15 @@
 
 namespace graphrun {
 namespace tools {
+
+using distributed::ChildProcess;
+using distributed::CloseLink;
+using distributed::CollectPorts;
+using distributed::LastLine;
+using distributed::Reap;
+using distributed::SendCluster;
+using distributed::SpawnTask;
+using distributed::StopProcesses;
 namespace {
 
 using ::testing::HasSubstr;

@@ -6,13 +6,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/launcher_link.h"
 #include "distributed/rpc/grpc_server.h"
 #include "graph/status.h"
 #include "tools/flags.h"
-#include "tools/launcher_link.h"
 
 namespace graphrun {
 namespace tools {
+
+using distributed::kLauncherWaitMs;
+using distributed::StartServerForLauncher;
+using distributed::TakeLauncherFd;
 namespace {
 
 const FlagSet& ServerFlagSet() {

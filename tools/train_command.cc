@@ -14,17 +14,11 @@
 #include "kernels/dataset_util.h"
 #include "tools/flags.h"
 #include "tools/server_command.h"
-#include "tools/train_internal.h"
 #include "util/json.h"
 
 namespace graphrun {
 namespace tools {
 namespace {
-
-using train_internal::TrainInProcessCluster;
-using train_internal::TrainLocal;
-using train_internal::TrainProcessCluster;
-using train_internal::TrainTfConfigTask;
 
 const FlagSet& TrainFlagSet() {
   static const FlagSet* kFlags = [] {
@@ -199,8 +193,10 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   if (f.Has("strategy") && c.local) {
     return absl::InvalidArgumentError("--strategy: --local places nothing (no PS tasks)");
   }
-  const char* tf_config = std::getenv("TF_CONFIG");
-  const bool external = tf_config != nullptr && *tf_config;
+  if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config != nullptr) {
+    c.tf_config = tf_config;
+  }
+  const bool external = !c.tf_config.empty();
   if (mirrored || (multi_worker && !external)) {
     const int replicas = mirrored ? c.num_replicas : c.workers;
     if (c.batch_size < replicas || c.batch_size % replicas != 0) {
@@ -210,7 +206,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
     }
   } else if (!c.local && !multi_worker) {
     // Checked here, before any task starts.
-    GR_RETURN_IF_ERROR(train_internal::CheckTrainStrategy(c.strategy));
+    GR_RETURN_IF_ERROR(client::trainer::CheckTrainStrategy(c.strategy));
     if (!external) {
       auto per_replica = data::PerReplicaBatchSize(c.batch_size, c.workers);
       if (!per_replica.ok()) {
@@ -252,102 +248,6 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   return c;
 }
 
-namespace {
-
-// --export_graph, on the chief (the task that saved the last checkpoint).
-absl::StatusOr<TrainResult> Export(const TrainConfig& c, absl::StatusOr<TrainResult> r,
-                                   std::ostream* log) {
-  if (!r.ok() || c.export_graph.empty() || r->checkpoint.empty()) return r;
-  GR_RETURN_IF_ERROR(train_internal::ExportInferenceGraph(c, r->checkpoint, c.export_graph));
-  r->exported_graph = c.export_graph;
-  if (log != nullptr) {
-    *log << "exported the inference graph to " << c.export_graph
-         << " (feed images: uint8 [N, 28, 28]; fetch predictions, probabilities)\n";
-  }
-  return r;
-}
-
-}  // namespace
-
-absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
-  if (!c.checkpoint_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(c.checkpoint_dir, ec);
-    if (ec) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "train: cannot create --checkpoint_dir=", c.checkpoint_dir, ": ", ec.message()));
-    }
-  }
-  if (!c.export_graph.empty()) {
-    // Found before training, not after it (the checkpoint directory, made
-    // above, may hold it).
-    const std::filesystem::path dir = std::filesystem::path(c.export_graph).parent_path();
-    std::error_code ec;
-    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("train: --export_graph=", c.export_graph, ": no directory ", dir.string()));
-    }
-  }
-  if (c.distribution == "mirrored") {
-    if (log != nullptr) {
-      *log << "graphrun train: " << c.model << " on " << c.data_dir << ", mirrored over "
-           << c.num_replicas << " replicas (one process, CPU devices 0.." << c.num_replicas - 1
-           << "), " << c.optimizer << ", global batch " << c.batch_size << " ("
-           << c.batch_size / c.num_replicas << " per replica)\n";
-    }
-    return Export(c, train_internal::TrainMirrored(c, log), log);
-  }
-  if (!c.local) {
-    distributed::RegisterGrpcSession();  // idempotent: grpc:// targets
-    if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config != nullptr && *tf_config) {
-      return Export(c, TrainTfConfigTask(c, tf_config, log), log);
-    }
-  }
-  if (log != nullptr) {
-    *log << "graphrun train: " << c.model << " on " << c.data_dir << ", "
-         << (c.local ? std::string("local (one process)")
-             : c.distribution == "multi_worker_mirrored"
-                 ? absl::StrCat(c.workers,
-                                " workers (one process each), multi_worker_mirrored: gradients "
-                                "all-reduced, no PS")
-                 : absl::StrCat(c.ps, " PS + ", c.workers, " workers, ", c.sync ? "sync" : "async"))
-         << ", " << c.optimizer << ", global batch " << c.batch_size << "\n";
-  }
-  if (c.local) return Export(c, TrainLocal(c, log), log);
-  if (c.in_process) return Export(c, TrainInProcessCluster(c, log), log);
-  // A task that dies ends the cluster's run; with a checkpoint to resume
-  // from, a new cluster continues from it (its chief restores, its
-  // workers wait), as a restarted TensorFlow job's MonitoredTrainingSession
-  // would.
-  absl::StatusOr<TrainResult> r;
-  int restarts = 0;
-  while (true) {
-    r = TrainProcessCluster(c, log);
-    if (r.ok() || !r.status().GetPayload(train_internal::kTaskDiedPayload).has_value() ||
-        c.checkpoint_dir.empty()) {
-      break;
-    }
-    if (c.stop != nullptr && c.stop->load()) break;
-    absl::StatusOr<std::string> latest = client::Saver::LatestCheckpoint(c.checkpoint_dir);
-    if (!latest.ok()) break;
-    if (restarts == c.max_restarts) {
-      r = absl::Status(r.status().code(),
-                       absl::StrCat(r.status().message(), " (after ", restarts, " restarts)"));
-      break;
-    }
-    ++restarts;
-    if (log != nullptr) {
-      *log << "graphrun train: task "
-           << std::string(*r.status().GetPayload(train_internal::kTaskDiedPayload))
-           << " died; the run failed with: " << r.status().message() << "\n"
-           << "restarting the cluster from " << *latest << " (restart " << restarts
-           << " of at most " << c.max_restarts << ")\n";
-    }
-  }
-  if (r.ok()) r->restarts = restarts;
-  return Export(c, std::move(r), log);
-}
-
 std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
   return absl::StrCat(
       "{\"test_accuracy\": ", OptNum(r.test_accuracy), ", \"global_step\": ", r.global_step,
@@ -378,32 +278,24 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     err << StatusToLine(c.status()) << "\n";
     return kExitUsage;
   }
-  const char* env_config = std::getenv("TF_CONFIG");
-  const bool tf_evaluator = env_config != nullptr && *env_config && !c->local && [&] {
-    auto cfg = distributed::ParseTfConfig(env_config);
-    return cfg.ok() && cfg->task_type == "evaluator";
-  }();
-  if (c->evaluator || tf_evaluator) {
+  if (c->evaluator || (!c->local && client::trainer::TfConfigTaskIs(*c, "evaluator"))) {
     // The evaluator task of any distribution: it reads the chief's
     // checkpoints, and needs no server.
     if (!c->json_only) err << "graphrun train: running as the evaluator\n";
-    absl::Status s = train_internal::RunEvaluator(*c, out, c->json_only ? nullptr : &err);
+    absl::Status s = client::trainer::RunEvaluator(*c, out, c->json_only ? nullptr : &err);
     if (!s.ok()) {
       err << StatusToLine(s) << "\n";
       return kExitFailure;
     }
     return kExitOk;
   }
-  if (const char* tf_config = std::getenv("TF_CONFIG");
-      !c->local && c->distribution == "parameter_server" && tf_config != nullptr) {
+  if (!c->local && c->distribution == "parameter_server" &&
+      client::trainer::TfConfigTaskIs(*c, "ps")) {
     // A PS task of an external cluster only serves its variables.
-    absl::StatusOr<distributed::TfConfig> cfg = distributed::ParseTfConfig(tf_config);
-    if (cfg.ok() && cfg->task_type == "ps") {
-      err << "graphrun train: TF_CONFIG names a ps task; serving it as `graphrun server`\n";
-      return ServerCommand({}, out, err);
-    }
+    err << "graphrun train: TF_CONFIG names a ps task; serving it as `graphrun server`\n";
+    return ServerCommand({}, out, err);
   }
-  absl::StatusOr<TrainResult> r = Train(*c, c->json_only ? nullptr : &out);
+  absl::StatusOr<TrainResult> r = client::trainer::Train(*c, c->json_only ? nullptr : &out);
   if (!r.ok()) {
     err << StatusToLine(r.status()) << "\n";
     return kExitFailure;  // usage errors were found by ParseTrainFlags

@@ -11,7 +11,7 @@
 // (0 = any free port, reported by bound_port()). With
 // ServerOptions::await_cluster, calls are answered Unavailable until
 // UpdateCluster() names the peers: a launcher learns the port a task bound
-// first and hands out the cluster after (tools/launcher_link.h).
+// first and hands out the cluster after (distributed/launcher_link.h).
 //
 // Thread-safe; Stop() may be called from any thread, more than once.
 #ifndef GRAPHRUN_DISTRIBUTED_RPC_GRPC_SERVER_H_

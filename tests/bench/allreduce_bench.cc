@@ -30,9 +30,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/launcher_link.h"
+#include "distributed/process_util.h"
 #include "distributed/rpc/grpc_server.h"
-#include "tools/launcher_link.h"
-#include "tools/process_util.h"
 
 namespace graphrun {
 namespace {
@@ -62,7 +62,7 @@ int RunTask(const Flags& f, int launcher_fd) {
   so.intra_op_threads = 1;
   so.inter_op_threads = 1;
   std::unique_ptr<distributed::GrpcServer> server;
-  std::vector<tools::ChildProcess> children;
+  std::vector<distributed::ChildProcess> children;
   if (f.rank == 0) {
     so.port = 0;
     so.await_cluster = true;
@@ -70,25 +70,25 @@ int RunTask(const Flags& f, int launcher_fd) {
     if (!s.ok() || !(*s)->Start().ok()) return 1;
     server = std::move(*s);
     for (int k = 1; k < f.procs; ++k) {
-      tools::ChildProcess c;
+      distributed::ChildProcess c;
       c.task = distributed::TaskName("worker", k);
       absl::Status st =
-          tools::SpawnTask("/proc/self/exe",
-                           {absl::StrCat("--procs=", f.procs), absl::StrCat("--rank=", k),
-                            absl::StrCat("--bytes=", f.bytes), absl::StrCat("--iters=", f.iters),
-                            "--hint=" + f.hint},
-                           {}, c);
+          distributed::SpawnTask("/proc/self/exe",
+                                 {absl::StrCat("--procs=", f.procs), absl::StrCat("--rank=", k),
+                                  absl::StrCat("--bytes=", f.bytes),
+                                  absl::StrCat("--iters=", f.iters), "--hint=" + f.hint},
+                                 {}, c);
       if (!st.ok()) return 1;
       children.push_back(c);
     }
-    if (!tools::CollectPorts(children, 60000).ok()) return 1;
+    if (!distributed::CollectPorts(children, 60000).ok()) return 1;
     distributed::ClusterSpec spec;
     spec.AddTask("worker", absl::StrCat("127.0.0.1:", server->bound_port()));
     for (const auto& c : children) spec.AddTask("worker", absl::StrCat("127.0.0.1:", c.port));
     server->UpdateCluster(spec);
-    if (!tools::SendCluster(children, spec).ok()) return 1;
+    if (!distributed::SendCluster(children, spec).ok()) return 1;
   } else {
-    auto s = tools::StartServerForLauncher(so, launcher_fd, 60000);
+    auto s = distributed::StartServerForLauncher(so, launcher_fd, 60000);
     if (!s.ok()) {
       fprintf(stderr, "%s\n", std::string(s.status().message()).c_str());
       return 1;
@@ -216,5 +216,5 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (f.tcp) return graphrun::RunTcp(f);
-  return graphrun::RunTask(f, graphrun::tools::TakeLauncherFd());
+  return graphrun::RunTask(f, graphrun::distributed::TakeLauncherFd());
 }

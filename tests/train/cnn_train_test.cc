@@ -16,11 +16,14 @@
 #include <sstream>
 #include <string>
 
+#include "client/trainer/trainer.h"
 #include "gtest/gtest.h"
 #include "tools/train_command.h"
 
 namespace graphrun {
 namespace tools {
+
+using client::trainer::Train;
 namespace {
 
 const char kData[] = "/usr/share/datasets/fashion-mnist";

@@ -17,17 +17,22 @@
 
 #include "client/client_session.h"
 #include "client/ops.h"
+#include "client/trainer/trainer.h"
+#include "distributed/process_util.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
 #include "tools/npy.h"
-#include "tools/process_util.h"
 #include "tools/train_command.h"
 #include "util/json.h"
 
 namespace graphrun {
 namespace tools {
+
+using client::trainer::Train;
+
+using distributed::SpawnProcess;
 namespace {
 
 namespace ops = client::ops;

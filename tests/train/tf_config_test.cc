@@ -18,14 +18,22 @@
 #include "absl/strings/str_cat.h"
 #include "client/loop/saver.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/launcher_link.h"
+#include "distributed/process_util.h"
 #include "graph/status.h"
 #include "gtest/gtest.h"
-#include "tools/launcher_link.h"
-#include "tools/process_util.h"
 #include "util/json.h"
 
 namespace graphrun {
 namespace tools {
+
+using distributed::ChildProcess;
+using distributed::CollectPorts;
+using distributed::Reap;
+using distributed::SendCluster;
+using distributed::SpawnProcess;
+using distributed::SpawnTask;
+using distributed::StopProcesses;
 namespace {
 
 const char kData[] = "/usr/share/datasets/fashion-mnist";
@@ -58,7 +66,7 @@ struct Children {
   ~Children() { StopProcesses(all, 5000); }
 
   // Starts `graphrun args...` with `env`, output to <dir>/<name>.log,
-  // linked to this test as its launcher (tools/launcher_link.h): it binds
+  // linked to this test as its launcher (distributed/launcher_link.h): it binds
   // a free port and waits for its cluster. Returns its position in `all`.
   // `linked` false: a plain child (no server, no link).
   size_t Start(const std::string& task, const std::vector<std::string>& args,

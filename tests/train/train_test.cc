@@ -18,12 +18,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/loop/saver.h"
+#include "client/trainer/trainer.h"
 #include "gtest/gtest.h"
 #include "tools/train_command.h"
 #include "util/json.h"
 
 namespace graphrun {
 namespace tools {
+
+using client::trainer::Train;
 namespace {
 
 const char kData[] = "/usr/share/datasets/fashion-mnist";

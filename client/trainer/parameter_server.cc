@@ -27,6 +27,9 @@
 #include "client/train/optimizers.h"
 #include "client/train/parameter_server_strategy.h"
 #include "client/train/sync_replicas_optimizer.h"
+#include "client/trainer/pieces.h"
+#include "client/trainer/trainer_internal.h"
+#include "distributed/launcher_link.h"
 #include "distributed/local_cluster.h"
 #include "graph/status.h"
 #include "kernels/dataset_util.h"
@@ -34,14 +37,16 @@
 #include "placement/placement_report.h"
 #include "placement/ps_strategy.h"
 #include "placement/replica_device_setter.h"
-#include "tools/launcher_link.h"
-#include "tools/train_internal.h"
-#include "tools/train_pieces.h"
 #include "util/json.h"
 
 namespace graphrun {
-namespace tools {
-namespace train_internal {
+namespace client {
+namespace trainer {
+namespace internal {
+
+using distributed::StartServerForLauncher;
+using distributed::TakeLauncherFd;
+using distributed::kLauncherWaitMs;
 namespace {
 
 struct ReplicaSpec {
@@ -417,6 +422,7 @@ absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::s
   return r;
 }
 
-}  // namespace train_internal
-}  // namespace tools
+}  // namespace internal
+}  // namespace trainer
+}  // namespace client
 }  // namespace graphrun

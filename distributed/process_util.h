@@ -1,14 +1,14 @@
 // Child processes for local clusters: spawning a binary with extra
 // environment variables and its output in a file, reaping, and stopping
 // (SIGTERM, then SIGKILL). Tasks that serve report the port they bound
-// through tools/launcher_link.h; nothing picks ports ahead.
+// through distributed/launcher_link.h; nothing picks ports ahead.
 //
 // SpawnProcess prepares argv and envp before fork() and only calls
 // async-signal-safe functions in the child, so it may be called from a
 // multithreaded process. Children get SIGTERM when this process dies
 // (PR_SET_PDEATHSIG) and start with no signals blocked.
-#ifndef GRAPHRUN_TOOLS_PROCESS_UTIL_H_
-#define GRAPHRUN_TOOLS_PROCESS_UTIL_H_
+#ifndef GRAPHRUN_DISTRIBUTED_PROCESS_UTIL_H_
+#define GRAPHRUN_DISTRIBUTED_PROCESS_UTIL_H_
 
 #include <sys/types.h>
 
@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 
 namespace graphrun {
-namespace tools {
+namespace distributed {
 
 struct ChildProcess {
   pid_t pid = 0;     // 0: not running (never started, or reaped)
@@ -48,7 +48,7 @@ void StopProcesses(std::vector<ChildProcess>& children, int timeout_ms);
 // The last non-empty line of a file ("" if none), for error messages.
 std::string LastLine(const std::string& path);
 
-}  // namespace tools
+}  // namespace distributed
 }  // namespace graphrun
 
-#endif  // GRAPHRUN_TOOLS_PROCESS_UTIL_H_
+#endif  // GRAPHRUN_DISTRIBUTED_PROCESS_UTIL_H_

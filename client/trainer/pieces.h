@@ -1,10 +1,10 @@
-// The pieces `graphrun train`'s trainers share (tools/train_replicas.cc:
-// parameter servers and local; tools/train_allreduce.cc: mirrored and
-// multi-worker; tools/train_evaluate.cc: the evaluator): a replica's graph,
-// the input pipeline, evaluation, progress, the loop's options, running and
-// finishing the replicas. Defined in tools/train_pieces.cc.
-#ifndef GRAPHRUN_TOOLS_TRAIN_PIECES_H_
-#define GRAPHRUN_TOOLS_TRAIN_PIECES_H_
+// The pieces the trainer's distributions share (parameter_server.cc:
+// parameter servers and local; allreduce.cc: mirrored and multi-worker;
+// evaluator.cc: the evaluator): a replica's graph, the input pipeline,
+// evaluation, progress, the loop's options, running and finishing the
+// replicas. Defined in pieces.cc.
+#ifndef GRAPHRUN_CLIENT_TRAINER_PIECES_H_
+#define GRAPHRUN_CLIENT_TRAINER_PIECES_H_
 
 #include <atomic>
 #include <chrono>
@@ -26,11 +26,12 @@
 #include "client/train/models.h"
 #include "client/train/optimizers.h"
 #include "client/train/sync_replicas_optimizer.h"
-#include "tools/train_internal.h"
+#include "client/trainer/trainer_internal.h"
 
 namespace graphrun {
-namespace tools {
-namespace train_internal {
+namespace client {
+namespace trainer {
+namespace internal {
 
 using client::ClientSession;
 using client::Operation;
@@ -219,8 +220,9 @@ absl::Status RunReplicas(std::vector<std::unique_ptr<ReplicaGraph>>& graphs,
 absl::Status FinishChief(const TrainConfig& c, ReplicaGraph& chief, const ClientSession& session,
                          int64_t last_step, TrainResult* result);
 
-}  // namespace train_internal
-}  // namespace tools
+}  // namespace internal
+}  // namespace trainer
+}  // namespace client
 }  // namespace graphrun
 
-#endif  // GRAPHRUN_TOOLS_TRAIN_PIECES_H_
+#endif  // GRAPHRUN_CLIENT_TRAINER_PIECES_H_

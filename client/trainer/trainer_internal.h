@@ -1,12 +1,11 @@
-// The pieces of `graphrun train` (tools/train_command.h) shared by its
-// files: train_replicas.cc builds and runs the parameter-server and local
+// The trainer's parts (client/trainer/trainer.h), shared by its files:
+// parameter_server.cc builds and runs the parameter-server and local
 // replicas (local, in-process cluster, one task of a cluster),
-// train_allreduce.cc the mirrored and multi-worker ones, train_evaluate.cc
-// the evaluator (all on train_pieces.h), train_processes.cc starts one
-// process per task, train_command.cc parses the flags and prints the
-// result.
-#ifndef GRAPHRUN_TOOLS_TRAIN_INTERNAL_H_
-#define GRAPHRUN_TOOLS_TRAIN_INTERNAL_H_
+// allreduce.cc the mirrored and multi-worker ones, evaluator.cc the
+// evaluator (all on pieces.h), processes.cc starts one process per task,
+// export.cc writes the inference graph, trainer.cc picks the mode.
+#ifndef GRAPHRUN_CLIENT_TRAINER_TRAINER_INTERNAL_H_
+#define GRAPHRUN_CLIENT_TRAINER_TRAINER_INTERNAL_H_
 
 #include <atomic>
 #include <functional>
@@ -19,13 +18,14 @@
 #include "absl/status/statusor.h"
 #include "client/train/layers.h"
 #include "client/train/models.h"
+#include "client/trainer/trainer.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/rpc/grpc_server.h"
-#include "tools/train_command.h"
 
 namespace graphrun {
-namespace tools {
-namespace train_internal {
+namespace client {
+namespace trainer {
+namespace internal {
 
 // Lets another thread end a TrainReplicated early (a task of the cluster
 // died): sets the stop flag the loops watch and releases replicas blocked
@@ -58,36 +58,17 @@ class RunControl {
   std::function<void()> release_;
 };
 
-// InvalidArgument unless `name` is a PS strategy train can place variables
-// with (checked when the flags are parsed and again when planning).
-absl::Status CheckTrainStrategy(const std::string& name);
-
 // The zoo model `c.model` on `images` (as the training input pipeline
 // makes them: float, scaled to [0, 1], [N, 784] or NHWC [N, 28, 28, 1]).
 client::train::Model BuildModel(const TrainConfig& c, client::train::Layers& layers,
                                 const client::Output& images, const client::Output& labels,
                                 bool training);
 
-// Writes the frozen inference graph of `c.model` with the weights of
-// `checkpoint` (a prefix) to `path` (text format if it ends in .pbtxt,
-// else binary): feed "images" (uint8 [N, 28, 28], the IDX bytes), fetch
-// "predictions" (int64 [N]) and "probabilities" (float [N, 10])
-// (train_export.cc).
-absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& checkpoint,
-                                  const std::string& path);
-
 // --distribution=mirrored: --num_replicas in-graph replicas on the CPU
 // devices of one DirectSession, gradients all-reduced.
 absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* log);
 
-// --evaluator (or a TF_CONFIG task of type evaluator): waits for each new
-// checkpoint in c.checkpoint_dir, evaluates it on the test set and prints
-// one JSON line per checkpoint to `out` ({"global_step", "checkpoint",
-// "test_accuracy", "test_loss", "final"}), also appended to
-// <summaries>/eval/results.jsonl and written as TensorBoard scalars under
-// <summaries>/eval (summaries: --summary_dir, else the checkpoint dir).
-// Returns after the checkpoint the chief marked final; DeadlineExceeded
-// when c.eval_timeout_secs pass without a new one.
+// trainer::RunEvaluator (trainer.h), in evaluator.cc.
 absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream* log);
 
 // --distribution=multi_worker_mirrored: this task's replica (a chief or
@@ -136,14 +117,15 @@ absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::C
 absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::string& tf_config,
                                               std::ostream* log);
 
-// Default: one process per task (train_processes.cc). When the run failed
+// Default: one process per task (processes.cc). When the run failed
 // because a task was lost (a PS process exited, a worker was killed by a
 // signal), the error carries kTaskDiedPayload (the task's name).
 absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostream* log);
 inline constexpr char kTaskDiedPayload[] = "graphrun/train/task_died";
 
-}  // namespace train_internal
-}  // namespace tools
+}  // namespace internal
+}  // namespace trainer
+}  // namespace client
 }  // namespace graphrun
 
-#endif  // GRAPHRUN_TOOLS_TRAIN_INTERNAL_H_
+#endif  // GRAPHRUN_CLIENT_TRAINER_TRAINER_INTERNAL_H_

@@ -1,4 +1,4 @@
-#include "tools/launcher_link.h"
+#include "distributed/launcher_link.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,7 +15,7 @@
 #include "graph/status.h"
 
 namespace graphrun {
-namespace tools {
+namespace distributed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -62,13 +62,13 @@ int TakeLauncherFd() {
   return ok ? fd : -1;
 }
 
-absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> StartServerForLauncher(
-    distributed::ServerOptions options, int fd, int timeout_ms, distributed::ClusterSpec* cluster) {
-  const std::string task = distributed::TaskName(options.job, options.task);
+absl::StatusOr<std::unique_ptr<GrpcServer>> StartServerForLauncher(ServerOptions options, int fd,
+                                                                   int timeout_ms,
+                                                                   ClusterSpec* cluster) {
+  const std::string task = TaskName(options.job, options.task);
   options.port = 0;
   options.await_cluster = true;
-  GR_ASSIGN_OR_RETURN(std::unique_ptr<distributed::GrpcServer> server,
-                      distributed::GrpcServer::Create(options));
+  GR_ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server, GrpcServer::Create(options));
   GR_RETURN_IF_ERROR(server->Start());
   auto lost = [&](const std::string& what) {
     close(fd);
@@ -93,7 +93,7 @@ absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> StartServerForLauncher(
   }
   close(fd);
   line.resize(line.find('\n'));
-  GR_ASSIGN_OR_RETURN(distributed::ClusterSpec spec, distributed::ClusterSpec::FromJson(line));
+  GR_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJson(line));
   absl::StatusOr<std::string> address = spec.Address(options.job, options.task);
   if (!address.ok() || !absl::EndsWith(*address, absl::StrCat(":", server->bound_port()))) {
     return absl::InvalidArgumentError(absl::StrCat("task ", task, ": the launcher's cluster ", line,
@@ -175,7 +175,7 @@ absl::Status CollectPorts(std::vector<ChildProcess>& children, int timeout_ms) {
   return CollectPorts(std::move(all), timeout_ms);
 }
 
-absl::Status SendCluster(ChildProcess& c, const distributed::ClusterSpec& cluster) {
+absl::Status SendCluster(ChildProcess& c, const ClusterSpec& cluster) {
   if (c.launcher_fd < 0) return absl::OkStatus();
   bool sent = SendAll(c.launcher_fd, cluster.ToJson() + "\n");
   CloseLink(c);
@@ -186,8 +186,7 @@ absl::Status SendCluster(ChildProcess& c, const distributed::ClusterSpec& cluste
   return absl::OkStatus();
 }
 
-absl::Status SendCluster(std::vector<ChildProcess>& children,
-                         const distributed::ClusterSpec& cluster) {
+absl::Status SendCluster(std::vector<ChildProcess>& children, const ClusterSpec& cluster) {
   absl::Status first;
   for (ChildProcess& c : children) first.Update(SendCluster(c, cluster));
   return first;
@@ -198,8 +197,8 @@ void CloseLink(ChildProcess& c) {
   c.launcher_fd = -1;
 }
 
-distributed::ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs) {
-  distributed::ClusterSpec spec;
+ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs) {
+  ClusterSpec spec;
   for (const auto& [job, n] : jobs) {
     for (int i = 0; i < n; ++i) spec.AddTask(job, "127.0.0.1:0");
   }
@@ -208,11 +207,10 @@ distributed::ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jo
 
 absl::StatusOr<LocalLaunch> LaunchLocalCluster(const std::string& binary,
                                                const std::map<std::string, int>& jobs,
-                                               const TaskCommandFn& command,
-                                               distributed::GrpcServer* own_server,
+                                               const TaskCommandFn& command, GrpcServer* own_server,
                                                const std::string& own_job, int own_index) {
   constexpr int kStopTimeoutMs = 5000;
-  const distributed::ClusterSpec placeholder = PlaceholderCluster(jobs);
+  const ClusterSpec placeholder = PlaceholderCluster(jobs);
   LocalLaunch launch;
   absl::Status status = [&]() -> absl::Status {
     for (const auto& [job, n] : jobs) {
@@ -220,7 +218,7 @@ absl::StatusOr<LocalLaunch> LaunchLocalCluster(const std::string& binary,
         if (own_server != nullptr && job == own_job && i == own_index) continue;
         TaskCommand cmd = command(job, i, placeholder);
         ChildProcess c;
-        c.task = distributed::TaskName(job, i);
+        c.task = TaskName(job, i);
         c.log_file = cmd.log_file;
         launch.children.push_back(c);
         GR_RETURN_IF_ERROR(SpawnTask(binary, cmd.args, cmd.env, launch.children.back()));
@@ -245,5 +243,5 @@ absl::StatusOr<LocalLaunch> LaunchLocalCluster(const std::string& binary,
   return launch;
 }
 
-}  // namespace tools
+}  // namespace distributed
 }  // namespace graphrun

@@ -1,4 +1,4 @@
-#include "tools/train_pieces.h"
+#include "client/trainer/pieces.h"
 
 #include <algorithm>
 #include <atomic>
@@ -36,12 +36,12 @@
 #include "placement/placement_report.h"
 #include "placement/ps_strategy.h"
 #include "placement/replica_device_setter.h"
-#include "tools/launcher_link.h"
 #include "util/json.h"
 
 namespace graphrun {
-namespace tools {
-namespace train_internal {
+namespace client {
+namespace trainer {
+namespace internal {
 
 static std::string DataFile(const TrainConfig& c, const std::string& stem) {
   return absl::StrCat(c.data_dir, "/", stem);
@@ -134,18 +134,6 @@ absl::Status AddSummaryHook(const TrainConfig& c, bool chief, client::TrainingLo
                       client::EventFileWriter::Create(c.summary_dir + "/train"));
   lo->hooks.push_back(
       std::make_shared<client::SummaryHook>(std::move(writer), c.log_every, LearningRate(c)));
-  return absl::OkStatus();
-}
-
-absl::Status CheckTrainStrategy(const std::string& name) {
-  // Per-node strategies place each variable as it is built; of the
-  // whole-graph ones only balanced, which train plans over the forward
-  // graph, can.
-  auto& registry = placement::PsStrategyRegistry::Default();
-  if (!registry.Contains(name) || (registry.IsGraphStrategy(name) && name != "balanced")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--strategy: '", name, "' is not one train can use (balanced, greedy_bytes, round_robin)"));
-  }
   return absl::OkStatus();
 }
 
@@ -322,6 +310,20 @@ absl::Status FinishChief(const TrainConfig& c, ReplicaGraph& chief, const Client
   return Evaluate(chief, session, result);
 }
 
-}  // namespace train_internal
-}  // namespace tools
+}  // namespace internal
+
+absl::Status CheckTrainStrategy(const std::string& name) {
+  // Per-node strategies place each variable as it is built; of the
+  // whole-graph ones only balanced, which train plans over the forward
+  // graph, can.
+  auto& registry = placement::PsStrategyRegistry::Default();
+  if (!registry.Contains(name) || (registry.IsGraphStrategy(name) && name != "balanced")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--strategy: '", name, "' is not one train can use (balanced, greedy_bytes, round_robin)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace trainer
+}  // namespace client
 }  // namespace graphrun

@@ -14,8 +14,8 @@
 //      first is named) and builds the ClusterSpec.
 //   4. The launcher writes the spec's JSON line to every task; each takes
 //      it as its cluster and starts serving.
-#ifndef GRAPHRUN_TOOLS_LAUNCHER_LINK_H_
-#define GRAPHRUN_TOOLS_LAUNCHER_LINK_H_
+#ifndef GRAPHRUN_DISTRIBUTED_LAUNCHER_LINK_H_
+#define GRAPHRUN_DISTRIBUTED_LAUNCHER_LINK_H_
 
 #include <functional>
 #include <map>
@@ -25,11 +25,11 @@
 
 #include "absl/status/statusor.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/process_util.h"
 #include "distributed/rpc/grpc_server.h"
-#include "tools/process_util.h"
 
 namespace graphrun {
-namespace tools {
+namespace distributed {
 
 inline constexpr int kLauncherFd = 3;
 inline constexpr char kLauncherFdEnv[] = "GRAPHRUN_LAUNCHER_FD";
@@ -49,9 +49,9 @@ int TakeLauncherFd();
 // with it. Unavailable when the launcher goes away first; InvalidArgument
 // when the cluster it sends lacks this task or names another port for it.
 // `cluster` (optional) gets the cluster.
-absl::StatusOr<std::unique_ptr<distributed::GrpcServer>> StartServerForLauncher(
-    distributed::ServerOptions options, int fd, int timeout_ms,
-    distributed::ClusterSpec* cluster = nullptr);
+absl::StatusOr<std::unique_ptr<GrpcServer>> StartServerForLauncher(ServerOptions options, int fd,
+                                                                   int timeout_ms,
+                                                                   ClusterSpec* cluster = nullptr);
 
 // --- In the launcher ---
 
@@ -69,10 +69,9 @@ absl::Status CollectPorts(std::vector<ChildProcess>& children, int timeout_ms);
 
 // Sends `cluster` (its JSON line) to `c` and closes the link. Unavailable
 // naming the task when it is gone.
-absl::Status SendCluster(ChildProcess& c, const distributed::ClusterSpec& cluster);
+absl::Status SendCluster(ChildProcess& c, const ClusterSpec& cluster);
 // To every child with a link; the first failure is returned.
-absl::Status SendCluster(std::vector<ChildProcess>& children,
-                         const distributed::ClusterSpec& cluster);
+absl::Status SendCluster(std::vector<ChildProcess>& children, const ClusterSpec& cluster);
 
 // Closes the launcher's end of `c`'s link, if open.
 void CloseLink(ChildProcess& c);
@@ -81,7 +80,7 @@ void CloseLink(ChildProcess& c);
 
 // `jobs` (name -> task count) with port 0 everywhere: what tasks get
 // before their ports are known.
-distributed::ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs);
+ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs);
 
 // How one task process starts: its arguments (after the binary), extra
 // environment ("NAME=value") and log file ("" = inherit stdout/stderr).
@@ -90,11 +89,11 @@ struct TaskCommand {
   std::vector<std::string> env;
   std::string log_file;
 };
-using TaskCommandFn = std::function<TaskCommand(const std::string& job, int index,
-                                                const distributed::ClusterSpec& placeholder)>;
+using TaskCommandFn =
+    std::function<TaskCommand(const std::string& job, int index, const ClusterSpec& placeholder)>;
 
 struct LocalLaunch {
-  distributed::ClusterSpec spec;       // the real addresses
+  ClusterSpec spec;                    // the real addresses
   std::vector<ChildProcess> children;  // job order, then index order
 };
 
@@ -107,10 +106,10 @@ struct LocalLaunch {
 absl::StatusOr<LocalLaunch> LaunchLocalCluster(const std::string& binary,
                                                const std::map<std::string, int>& jobs,
                                                const TaskCommandFn& command,
-                                               distributed::GrpcServer* own_server = nullptr,
+                                               GrpcServer* own_server = nullptr,
                                                const std::string& own_job = "", int own_index = 0);
 
-}  // namespace tools
+}  // namespace distributed
 }  // namespace graphrun
 
-#endif  // GRAPHRUN_TOOLS_LAUNCHER_LINK_H_
+#endif  // GRAPHRUN_DISTRIBUTED_LAUNCHER_LINK_H_

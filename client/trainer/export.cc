@@ -8,13 +8,15 @@
 #include "client/freeze_graph.h"
 #include "client/loop/saver.h"
 #include "client/ops.h"
+#include "client/trainer/trainer_internal.h"
 #include "google/protobuf/text_format.h"
 #include "graph/status.h"
-#include "tools/train_internal.h"
 
 namespace graphrun {
-namespace tools {
-namespace train_internal {
+namespace client {
+namespace trainer {
+
+using internal::BuildModel;
 
 absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& checkpoint,
                                   const std::string& path) {
@@ -74,6 +76,6 @@ absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& check
   return absl::OkStatus();
 }
 
-}  // namespace train_internal
-}  // namespace tools
+}  // namespace trainer
+}  // namespace client
 }  // namespace graphrun

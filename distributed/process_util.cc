@@ -1,4 +1,4 @@
-#include "tools/process_util.h"
+#include "distributed/process_util.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,7 +17,7 @@
 extern char** environ;
 
 namespace graphrun {
-namespace tools {
+namespace distributed {
 
 absl::StatusOr<pid_t> SpawnProcess(const std::string& binary, const std::vector<std::string>& args,
                                    const std::vector<std::string>& env, const std::string& log_file,
@@ -115,5 +115,5 @@ std::string LastLine(const std::string& path) {
   return last;
 }
 
-}  // namespace tools
+}  // namespace distributed
 }  // namespace graphrun

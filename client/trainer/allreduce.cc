@@ -30,6 +30,8 @@
 #include "client/train/optimizers.h"
 #include "client/train/parameter_server_strategy.h"
 #include "client/train/sync_replicas_optimizer.h"
+#include "client/trainer/pieces.h"
+#include "client/trainer/trainer_internal.h"
 #include "distributed/local_cluster.h"
 #include "graph/status.h"
 #include "kernels/dataset_util.h"
@@ -37,14 +39,12 @@
 #include "placement/placement_report.h"
 #include "placement/ps_strategy.h"
 #include "placement/replica_device_setter.h"
-#include "tools/launcher_link.h"
-#include "tools/train_internal.h"
-#include "tools/train_pieces.h"
 #include "util/json.h"
 
 namespace graphrun {
-namespace tools {
-namespace train_internal {
+namespace client {
+namespace trainer {
+namespace internal {
 
 absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* log) {
   train::AllReduceOptions ao;
@@ -243,6 +243,7 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
   return result;
 }
 
-}  // namespace train_internal
-}  // namespace tools
+}  // namespace internal
+}  // namespace trainer
+}  // namespace client
 }  // namespace graphrun

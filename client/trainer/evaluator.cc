@@ -28,6 +28,8 @@
 #include "client/train/optimizers.h"
 #include "client/train/parameter_server_strategy.h"
 #include "client/train/sync_replicas_optimizer.h"
+#include "client/trainer/pieces.h"
+#include "client/trainer/trainer_internal.h"
 #include "distributed/local_cluster.h"
 #include "graph/status.h"
 #include "kernels/dataset_util.h"
@@ -35,14 +37,12 @@
 #include "placement/placement_report.h"
 #include "placement/ps_strategy.h"
 #include "placement/replica_device_setter.h"
-#include "tools/launcher_link.h"
-#include "tools/train_internal.h"
-#include "tools/train_pieces.h"
 #include "util/json.h"
 
 namespace graphrun {
-namespace tools {
-namespace train_internal {
+namespace client {
+namespace trainer {
+namespace internal {
 
 absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream* log) {
   if (c.checkpoint_dir.empty()) {
@@ -135,6 +135,7 @@ absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream*
   }
 }
 
-}  // namespace train_internal
-}  // namespace tools
+}  // namespace internal
+}  // namespace trainer
+}  // namespace client
 }  // namespace graphrun

@@ -12,16 +12,26 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/trainer/trainer_internal.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/launcher_link.h"
+#include "distributed/process_util.h"
 #include "graph/status.h"
-#include "tools/launcher_link.h"
-#include "tools/process_util.h"
-#include "tools/train_internal.h"
 #include "util/json.h"
 
 namespace graphrun {
-namespace tools {
-namespace train_internal {
+namespace client {
+namespace trainer {
+namespace internal {
+
+using distributed::ChildProcess;
+using distributed::LastLine;
+using distributed::LaunchLocalCluster;
+using distributed::LocalLaunch;
+using distributed::PlaceholderCluster;
+using distributed::Reap;
+using distributed::StopProcesses;
+using distributed::TaskCommand;
 namespace {
 
 // The flags that make a `graphrun train` child train as `c` does.
@@ -107,7 +117,7 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
     return absl::FailedPreconditionError("train: cannot create a directory for the task logs");
   }
   // Every task binds a free port of its own and reports it; the cluster
-  // goes out once all are known (tools/launcher_link.h). Worker 0, the
+  // goes out once all are known (distributed/launcher_link.h). Worker 0, the
   // chief, is this process.
   std::map<std::string, int> jobs = {{"worker", c.workers}};
   if (c.ps > 0) jobs["ps"] = c.ps;
@@ -220,6 +230,7 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
   return r;
 }
 
-}  // namespace train_internal
-}  // namespace tools
+}  // namespace internal
+}  // namespace trainer
+}  // namespace client
 }  // namespace graphrun

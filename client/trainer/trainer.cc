@@ -1,0 +1,128 @@
+#include "client/trainer/trainer.h"
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "client/loop/saver.h"
+#include "client/trainer/trainer_internal.h"
+#include "distributed/cluster_spec.h"
+#include "distributed/rpc/grpc_session.h"
+#include "graph/status.h"
+
+namespace graphrun {
+namespace client {
+namespace trainer {
+
+using internal::TrainInProcessCluster;
+using internal::TrainLocal;
+using internal::TrainProcessCluster;
+using internal::TrainTfConfigTask;
+
+bool TfConfigTaskIs(const TrainConfig& c, const std::string& task_type) {
+  if (c.tf_config.empty()) return false;
+  absl::StatusOr<distributed::TfConfig> cfg = distributed::ParseTfConfig(c.tf_config);
+  return cfg.ok() && cfg->task_type == task_type;
+}
+
+absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream* log) {
+  return internal::RunEvaluator(c, out, log);
+}
+
+namespace {
+
+// --export_graph, on the chief (the task that saved the last checkpoint).
+absl::StatusOr<TrainResult> Export(const TrainConfig& c, absl::StatusOr<TrainResult> r,
+                                   std::ostream* log) {
+  if (!r.ok() || c.export_graph.empty() || r->checkpoint.empty()) return r;
+  GR_RETURN_IF_ERROR(ExportInferenceGraph(c, r->checkpoint, c.export_graph));
+  r->exported_graph = c.export_graph;
+  if (log != nullptr) {
+    *log << "exported the inference graph to " << c.export_graph
+         << " (feed images: uint8 [N, 28, 28]; fetch predictions, probabilities)\n";
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
+  if (!c.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(c.checkpoint_dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "train: cannot create --checkpoint_dir=", c.checkpoint_dir, ": ", ec.message()));
+    }
+  }
+  if (!c.export_graph.empty()) {
+    // Found before training, not after it (the checkpoint directory, made
+    // above, may hold it).
+    const std::filesystem::path dir = std::filesystem::path(c.export_graph).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("train: --export_graph=", c.export_graph, ": no directory ", dir.string()));
+    }
+  }
+  if (c.distribution == "mirrored") {
+    if (log != nullptr) {
+      *log << "graphrun train: " << c.model << " on " << c.data_dir << ", mirrored over "
+           << c.num_replicas << " replicas (one process, CPU devices 0.." << c.num_replicas - 1
+           << "), " << c.optimizer << ", global batch " << c.batch_size << " ("
+           << c.batch_size / c.num_replicas << " per replica)\n";
+    }
+    return Export(c, internal::TrainMirrored(c, log), log);
+  }
+  if (!c.local) {
+    distributed::RegisterGrpcSession();  // idempotent: grpc:// targets
+    if (!c.tf_config.empty()) return Export(c, TrainTfConfigTask(c, c.tf_config, log), log);
+  }
+  if (log != nullptr) {
+    *log << "graphrun train: " << c.model << " on " << c.data_dir << ", "
+         << (c.local ? std::string("local (one process)")
+             : c.distribution == "multi_worker_mirrored"
+                 ? absl::StrCat(c.workers,
+                                " workers (one process each), multi_worker_mirrored: gradients "
+                                "all-reduced, no PS")
+                 : absl::StrCat(c.ps, " PS + ", c.workers, " workers, ", c.sync ? "sync" : "async"))
+         << ", " << c.optimizer << ", global batch " << c.batch_size << "\n";
+  }
+  if (c.local) return Export(c, TrainLocal(c, log), log);
+  if (c.in_process) return Export(c, TrainInProcessCluster(c, log), log);
+  // A task that dies ends the cluster's run; with a checkpoint to resume
+  // from, a new cluster continues from it (its chief restores, its
+  // workers wait), as a restarted TensorFlow job's MonitoredTrainingSession
+  // would.
+  absl::StatusOr<TrainResult> r;
+  int restarts = 0;
+  while (true) {
+    r = TrainProcessCluster(c, log);
+    if (r.ok() || !r.status().GetPayload(internal::kTaskDiedPayload).has_value() ||
+        c.checkpoint_dir.empty()) {
+      break;
+    }
+    if (c.stop != nullptr && c.stop->load()) break;
+    absl::StatusOr<std::string> latest = client::Saver::LatestCheckpoint(c.checkpoint_dir);
+    if (!latest.ok()) break;
+    if (restarts == c.max_restarts) {
+      r = absl::Status(r.status().code(),
+                       absl::StrCat(r.status().message(), " (after ", restarts, " restarts)"));
+      break;
+    }
+    ++restarts;
+    if (log != nullptr) {
+      *log << "graphrun train: task "
+           << std::string(*r.status().GetPayload(internal::kTaskDiedPayload))
+           << " died; the run failed with: " << r.status().message() << "\n"
+           << "restarting the cluster from " << *latest << " (restart " << restarts
+           << " of at most " << c.max_restarts << ")\n";
+    }
+  }
+  if (r.ok()) r->restarts = restarts;
+  return Export(c, std::move(r), log);
+}
+
+}  // namespace trainer
+}  // namespace client
+}  // namespace graphrun
