@@ -33,12 +33,6 @@ int64_t NumElements(const PartialShape& s) {
 
 }  // namespace
 
-std::string AllReducePlan::Summary() const {
-  return absl::StrFormat("all-reduce: %d gradient%s in %d pack%s (%.1f MiB) over %d replicas, %s",
-                         tensors, tensors == 1 ? "" : "s", packs, packs == 1 ? "" : "s",
-                         bytes / 1048576.0, replicas, algorithm);
-}
-
 absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
     const Scope& scope, const std::vector<std::string>& devices,
     const std::vector<std::vector<Output>>& per_replica, const std::vector<PartialShape>& shapes,
@@ -156,21 +150,13 @@ absl::StatusOr<MirroredStrategy> MirroredStrategy::Create(int num_replicas,
   return m;
 }
 
-SessionOptions MirroredStrategy::session_options(int intra_op_threads, int inter_op_threads) const {
+SessionOptions MirroredStrategy::session_options(const std::string& target) const {
   SessionOptions so;
+  so.target = target;
   (*so.config.mutable_device_count())["CPU"] = num_replicas();
-  so.config.set_intra_op_parallelism_threads(intra_op_threads);
-  so.config.set_inter_op_parallelism_threads(inter_op_threads);
+  so.config.set_intra_op_parallelism_threads(intra_);
+  so.config.set_inter_op_parallelism_threads(inter_);
   return so;
-}
-
-absl::StatusOr<int64_t> MirroredStrategy::PerReplicaBatch(int64_t global_batch) const {
-  if (global_batch < num_replicas() || global_batch % num_replicas() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("mirrored: the global batch ", global_batch,
-                                                   " does not divide evenly among ", num_replicas(),
-                                                   " replicas"));
-  }
-  return global_batch / num_replicas();
 }
 
 Scope MirroredStrategy::ReplicaScope(const Scope& root, int k) const {
@@ -238,7 +224,7 @@ absl::StatusOr<Operation> BuildMirrorSync(const Scope& scope,
   return done;
 }
 
-absl::StatusOr<MirroredTrainStep> MirroredStrategy::BuildTrainStep(
+absl::StatusOr<TrainStep> MirroredStrategy::BuildTrainStep(
     const Scope& root, const std::vector<Output>& global_inputs, int64_t global_batch,
     const ModelFn& model_fn, const OptimizerFn& optimizer_fn, const Variable* global_step) const {
   GR_ASSIGN_OR_RETURN(int64_t per_replica, PerReplicaBatch(global_batch));
@@ -252,23 +238,24 @@ absl::StatusOr<MirroredTrainStep> MirroredStrategy::BuildTrainStep(
   }
   for (int k = 0; k < n; ++k) local.scopes.push_back(ReplicaScope(root, k));
   local.devices = devices_;
-  GR_ASSIGN_OR_RETURN(
-      MirroredTrainStep step,
-      BuildAllReduceTrainStep(root, local, n, options_, model_fn, optimizer_fn, global_step));
+  GR_ASSIGN_OR_RETURN(TrainStep step, BuildAllReduceTrainStep(root, local, n, options_, model_fn,
+                                                              optimizer_fn, global_step));
   // The replicas meet in this process's memory, whatever the hint.
   step.plan.algorithm = "shared memory";
   return step;
 }
 
-absl::StatusOr<MirroredTrainStep> BuildAllReduceTrainStep(
-    const Scope& root, const LocalReplicas& local, int group_size, const AllReduceOptions& options,
-    const ModelFn& model_fn, const OptimizerFn& optimizer_fn, const Variable* global_step) {
+absl::StatusOr<TrainStep> BuildAllReduceTrainStep(const Scope& root, const LocalReplicas& local,
+                                                  int group_size, const AllReduceOptions& options,
+                                                  const ModelFn& model_fn,
+                                                  const OptimizerFn& optimizer_fn,
+                                                  const Variable* global_step) {
   const int n = static_cast<int>(local.scopes.size());
   if (n < 1 || local.devices.size() != local.scopes.size() ||
       local.inputs.size() != local.scopes.size()) {
     return absl::InvalidArgumentError("all-reduce training: ragged local replicas");
   }
-  MirroredTrainStep step;
+  TrainStep step;
   std::vector<std::vector<Output>> grads(n);
   std::vector<std::vector<Variable>> trainable(n);
   for (int k = 0; k < n; ++k) {
@@ -336,7 +323,7 @@ absl::StatusOr<MirroredTrainStep> BuildAllReduceTrainStep(
     for (const Variable& v : step.optimizers[k]->variables()) copies[k].push_back(v);
   }
   step.saved = copies[0];
-  GR_ASSIGN_OR_RETURN(step.mirror_sync, BuildMirrorSync(root, local.devices, copies));
+  GR_ASSIGN_OR_RETURN(step.after_restore, BuildMirrorSync(root, local.devices, copies));
   GR_RETURN_IF_ERROR(root.status());
   return step;
 }

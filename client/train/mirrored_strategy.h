@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "client/operation.h"
 #include "client/scope.h"
+#include "client/train/distribution_strategy.h"
 #include "client/train/optimizers.h"
 #include "client/variables.h"
 #include "runtime/session.h"
@@ -48,20 +49,6 @@ struct AllReduceOptions {
   int32_t first_instance_key = 1;
 };
 
-// What one step's all-reduce does, for logs and results.
-struct AllReducePlan {
-  int tensors = 0;
-  int packs = 0;
-  int64_t bytes = 0;  // per replica per step
-  int replicas = 0;
-  // The algorithm that runs: "shared memory" (in one process), "ring",
-  // "recursive doubling", both joined by " and ", or a hint as given.
-  std::string algorithm;
-  std::vector<int64_t> pack_bytes;  // per pack (0: not fully defined)
-  // "all-reduce: 6 gradients in 1 pack (0.9 MiB) over 2 replicas, auto"
-  std::string Summary() const;
-};
-
 // All-reduce (mean) of per_replica[k][j], replica k's j-th tensor, built on
 // devices[k]; shapes[j] is tensor j's shape (fully defined shapes pack;
 // others go alone). Returns the means, out[k][j] on devices[k].
@@ -72,32 +59,6 @@ absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
     const Scope& scope, const std::vector<std::string>& devices,
     const std::vector<std::vector<Output>>& per_replica, const std::vector<PartialShape>& shapes,
     const AllReduceOptions& options, AllReducePlan* plan = nullptr, int group_size = 0);
-
-// What one replica's model function builds.
-struct ReplicaModel {
-  Output loss;                        // scalar, the mean over the replica's slice
-  std::vector<Output> metrics;        // float scalars, averaged over replicas
-  std::vector<Variable> trainable;    // same order on every replica
-  std::vector<Variable> variables;    // every variable of the replica (mirrored)
-  std::vector<Operation> update_ops;  // run before the update (batch-norm averages)
-};
-// Builds replica `k`'s model in `scope` (its device and name scope) on
-// `inputs`, its slices of the global batch.
-using ModelFn = std::function<absl::StatusOr<ReplicaModel>(const Scope& scope, int k,
-                                                           const std::vector<Output>& inputs)>;
-using OptimizerFn = std::function<std::unique_ptr<Optimizer>()>;
-
-// One synchronous training step over all replicas.
-struct MirroredTrainStep {
-  Operation train_op;  // every replica's update, then global_step += 1
-  Output loss;         // mean over replicas
-  std::vector<Output> metrics;
-  Operation mirror_sync;        // copies := replica 0's values
-  std::vector<Variable> saved;  // replica 0's variables and optimizer state
-  std::vector<ReplicaModel> replicas;
-  std::vector<std::unique_ptr<Optimizer>> optimizers;
-  AllReducePlan plan;
-};
 
 // The replicas a process builds: replica k in scopes[k] (its device and
 // name scope), on devices[k], with its slices of the batch inputs[k].
@@ -112,34 +73,45 @@ struct LocalReplicas {
 // this worker's one for MultiWorkerMirroredStrategy): model_fn per replica,
 // gradients all-reduced (mean), one optimizer per replica applying them,
 // `global_step` (may be null) incremented once, on local.devices[0].
-absl::StatusOr<MirroredTrainStep> BuildAllReduceTrainStep(
-    const Scope& root, const LocalReplicas& local, int group_size, const AllReduceOptions& options,
-    const ModelFn& model_fn, const OptimizerFn& optimizer_fn, const Variable* global_step);
+absl::StatusOr<TrainStep> BuildAllReduceTrainStep(const Scope& root, const LocalReplicas& local,
+                                                  int group_size, const AllReduceOptions& options,
+                                                  const ModelFn& model_fn,
+                                                  const OptimizerFn& optimizer_fn,
+                                                  const Variable* global_step);
 
 // Assigns copies[k][j] := copies[0][j] on devices[k], k >= 1.
 absl::StatusOr<Operation> BuildMirrorSync(const Scope& scope,
                                           const std::vector<std::string>& devices,
                                           const std::vector<std::vector<Variable>>& copies);
 
-class MirroredStrategy {
+class MirroredStrategy : public DistributionStrategy {
  public:
   // `num_replicas` CPU devices of this process. InvalidArgument unless
   // 1 <= num_replicas <= 256.
   static absl::StatusOr<MirroredStrategy> Create(int num_replicas,
                                                  AllReduceOptions options = AllReduceOptions());
 
-  int num_replicas() const { return static_cast<int>(devices_.size()); }
+  std::string name() const override { return "mirrored"; }
+  int num_replicas() const override { return static_cast<int>(devices_.size()); }
+  int num_local_replicas() const override { return num_replicas(); }
+  int replica_index() const override { return 0; }
+  bool is_chief() const override { return true; }
+  bool initializes_own_variables() const override { return true; }
   const std::vector<std::string>& devices() const { return devices_; }
   const AllReduceOptions& all_reduce_options() const { return options_; }
 
-  // A session with one CPU device per replica.
-  SessionOptions session_options(int intra_op_threads = 0, int inter_op_threads = 0) const;
+  // The session's thread pools (0: the defaults).
+  void set_session_threads(int intra_op_threads, int inter_op_threads) {
+    intra_ = intra_op_threads;
+    inter_ = inter_op_threads;
+  }
+  // A local session (`target` must be "") with one CPU device per replica.
+  SessionOptions session_options(const std::string& target = "") const override;
 
-  // The global batch per replica; InvalidArgument when it does not divide.
-  absl::StatusOr<int64_t> PerReplicaBatch(int64_t global_batch) const;
   // Replica k's scope: its device, and the name scope "replica_k" (none
   // for replica 0).
   Scope ReplicaScope(const Scope& root, int k) const;
+  Scope ReplicaScope(const Scope& root) const override { return ReplicaScope(root, 0); }
   // Rows [k * per_replica, (k + 1) * per_replica) of a global batch, one
   // piece per replica.
   std::vector<Output> SplitBatch(const Scope& scope, const Output& batch,
@@ -156,6 +128,7 @@ class MirroredStrategy {
                                             const std::vector<std::vector<Variable>>& copies) const;
   // Replica 0 writes checkpoints, summaries and exports.
   bool ShouldSave(int replica) const { return replica == 0; }
+  using DistributionStrategy::PerReplicaBatch;
 
   // The whole step: `global_inputs` (tensors whose dimension 0 is the
   // global batch of `global_batch` rows) split per replica, `model_fn` per
@@ -164,15 +137,18 @@ class MirroredStrategy {
   // incremented once (sparse gradients are all-reduced dense).
   // InvalidArgument for a batch that does not divide, replicas whose
   // variables differ, a variable without a gradient.
-  absl::StatusOr<MirroredTrainStep> BuildTrainStep(const Scope& root,
-                                                   const std::vector<Output>& global_inputs,
-                                                   int64_t global_batch, const ModelFn& model_fn,
-                                                   const OptimizerFn& optimizer_fn,
-                                                   const Variable* global_step) const;
+  // (The after_restore op is BuildMirrorSync over every replica's
+  // variables and optimizer state.)
+  absl::StatusOr<TrainStep> BuildTrainStep(const Scope& root,
+                                           const std::vector<Output>& global_inputs,
+                                           int64_t global_batch, const ModelFn& model_fn,
+                                           const OptimizerFn& optimizer_fn,
+                                           const Variable* global_step) const override;
 
  private:
   std::vector<std::string> devices_;
   AllReduceOptions options_;
+  int intra_ = 0, inter_ = 0;
 };
 
 }  // namespace train

@@ -87,14 +87,13 @@ absl::StatusOr<TrainRun> Train(int replicas, const std::string& optimizer, int64
     if (optimizer == "adam") return std::make_unique<AdamOptimizer>(0.01f);
     return std::make_unique<GradientDescentOptimizer>(0.5f);
   };
-  GR_ASSIGN_OR_RETURN(
-      MirroredTrainStep step,
-      strategy.BuildTrainStep(root, {x, y}, kBatch, model_fn, optimizer_fn, &global_step));
+  GR_ASSIGN_OR_RETURN(TrainStep step, strategy.BuildTrainStep(root, {x, y}, kBatch, model_fn,
+                                                              optimizer_fn, &global_step));
   Operation init = GlobalVariablesInitializer(root);
   GR_RETURN_IF_ERROR(root.status());
   ClientSession session(root, strategy.session_options());
   GR_RETURN_IF_ERROR(session.Run({}, {}, {init}).status());
-  GR_RETURN_IF_ERROR(session.Run({}, {}, {step.mirror_sync}).status());
+  GR_RETURN_IF_ERROR(session.Run({}, {}, {step.after_restore}).status());
   TrainRun run;
   run.plan = step.plan;
   for (int s = 0; s < kSteps; ++s) {

@@ -45,25 +45,19 @@ SessionOptions MultiWorkerMirroredStrategy::session_options(const std::string& t
   return ReplicaSessionOptions(target, task_);
 }
 
-absl::StatusOr<int64_t> MultiWorkerMirroredStrategy::PerReplicaBatch(int64_t global_batch) const {
-  if (global_batch < num_replicas_ || global_batch % num_replicas_ != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("multi_worker_mirrored: the global batch ",
-                                                   global_batch, " does not divide evenly among ",
-                                                   num_replicas_, " workers"));
-  }
-  return global_batch / num_replicas_;
-}
-
-absl::StatusOr<MirroredTrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
-    const Scope& root, const std::vector<Output>& inputs, const ModelFn& model_fn,
+absl::StatusOr<TrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
+    const Scope& root, const std::vector<Output>& inputs, int64_t rows, const ModelFn& model_fn,
     const OptimizerFn& optimizer_fn, const Variable* global_step) const {
+  if (rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("multi_worker_mirrored: a batch of ", rows, " rows per worker"));
+  }
   LocalReplicas local;
   local.scopes = {ReplicaScope(root)};
   local.devices = {device()};
   local.inputs = {inputs};
-  GR_ASSIGN_OR_RETURN(MirroredTrainStep step,
-                      BuildAllReduceTrainStep(root, local, num_replicas_, options_, model_fn,
-                                              optimizer_fn, global_step));
+  GR_ASSIGN_OR_RETURN(TrainStep step, BuildAllReduceTrainStep(root, local, num_replicas_, options_,
+                                                              model_fn, optimizer_fn, global_step));
   if (options_.communication_hint == "auto") {
     // As RemoteCollectives picks per pack: recursive doubling for small
     // packs on a power-of-two group, else the ring.
@@ -76,6 +70,10 @@ absl::StatusOr<MirroredTrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
                           : doubling       ? "recursive doubling"
                                            : "ring";
   }
+  // Every worker starts from the chief's values, whatever it restored.
+  std::vector<Variable> synced = step.saved;
+  if (global_step != nullptr) synced.push_back(*global_step);
+  GR_ASSIGN_OR_RETURN(step.after_restore, BuildSyncFromChief(root, synced));
   return step;
 }
 

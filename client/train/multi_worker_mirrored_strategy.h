@@ -33,7 +33,7 @@ namespace graphrun {
 namespace client {
 namespace train {
 
-class MultiWorkerMirroredStrategy {
+class MultiWorkerMirroredStrategy : public DistributionStrategy {
  public:
   // InvalidArgument naming what is wrong: a cluster with a ps job or no
   // worker job, a task type that does not train, a task not in the cluster.
@@ -41,9 +41,12 @@ class MultiWorkerMirroredStrategy {
       const distributed::ClusterSpec& cluster, const std::string& task_type, int task_index,
       AllReduceOptions options = AllReduceOptions());
 
-  int num_replicas() const { return num_replicas_; }
-  int replica_index() const { return replica_index_; }
-  bool is_chief() const { return replica_index_ == 0; }
+  std::string name() const override { return "multi_worker_mirrored"; }
+  int num_replicas() const override { return num_replicas_; }
+  int replica_index() const override { return replica_index_; }
+  bool is_chief() const override { return replica_index_ == 0; }
+  // Every worker holds a copy of every variable and restores it itself.
+  bool initializes_own_variables() const override { return true; }
   // "/job:worker/replica:0/task:1" and its CPU device.
   const std::string& task() const { return task_; }
   std::string device() const { return task_ + "/device:CPU:0"; }
@@ -51,17 +54,16 @@ class MultiWorkerMirroredStrategy {
 
   // This worker's session on its own server (`target`), seeing only its
   // own task: collectives reach the peers, the session never does.
-  SessionOptions session_options(const std::string& target) const;
-  // The global batch per replica; InvalidArgument when it does not divide.
-  absl::StatusOr<int64_t> PerReplicaBatch(int64_t global_batch) const;
-  Scope ReplicaScope(const Scope& root) const { return root.WithDevice(device()); }
+  SessionOptions session_options(const std::string& target) const override;
+  Scope ReplicaScope(const Scope& root) const override { return root.WithDevice(device()); }
   // This worker's replica of the step (BuildAllReduceTrainStep with a
-  // group of num_replicas()); `inputs` are this worker's batch.
-  absl::StatusOr<MirroredTrainStep> BuildTrainStep(const Scope& root,
-                                                   const std::vector<Output>& inputs,
-                                                   const ModelFn& model_fn,
-                                                   const OptimizerFn& optimizer_fn,
-                                                   const Variable* global_step) const;
+  // group of num_replicas()); `inputs` are this worker's batch of `rows`
+  // rows. Its after_restore op is BuildSyncFromChief over the saved
+  // variables and `global_step`.
+  absl::StatusOr<TrainStep> BuildTrainStep(const Scope& root, const std::vector<Output>& inputs,
+                                           int64_t rows, const ModelFn& model_fn,
+                                           const OptimizerFn& optimizer_fn,
+                                           const Variable* global_step) const override;
   // Every worker takes the chief's values of `variables` (the same list,
   // in the same order, on every worker): the chief broadcasts each with
   // CollectiveBcastSendV2, the others assign what CollectiveBcastRecvV2

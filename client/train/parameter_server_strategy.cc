@@ -30,18 +30,21 @@ absl::StatusOr<ParameterServerStrategy> ParameterServerStrategy::Create(
   s.worker_device_ = absl::StrCat("/job:", task_type, "/task:", task_index);
   s.target_ = absl::StrCat("grpc://", address);
 
-  auto& registry = placement::PsStrategyRegistry::Default();
-  if (!registry.Contains(options.ps_strategy) || registry.IsGraphStrategy(options.ps_strategy)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ParameterServerStrategy: '", options.ps_strategy,
-                     "' is not a per-node PS strategy (round_robin, greedy_bytes, …)"));
-  }
-  GR_ASSIGN_OR_RETURN(std::unique_ptr<placement::PsStrategy> ps,
-                      registry.Create(options.ps_strategy, s.num_ps_));
+  s.sync_ = options.sync_replicas;
   placement::ReplicaDeviceSetterOptions rds;
   rds.ps_tasks = s.num_ps_;
   rds.worker_device = s.worker_device_;
-  rds.ps_strategy = std::move(ps);
+  if (options.ps_strategy_object != nullptr) {
+    rds.ps_strategy = options.ps_strategy_object;
+  } else {
+    auto& registry = placement::PsStrategyRegistry::Default();
+    if (!registry.Contains(options.ps_strategy) || registry.IsGraphStrategy(options.ps_strategy)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ParameterServerStrategy: '", options.ps_strategy,
+                       "' is not a per-node PS strategy (round_robin, greedy_bytes, …)"));
+    }
+    GR_ASSIGN_OR_RETURN(rds.ps_strategy, registry.Create(options.ps_strategy, s.num_ps_));
+  }
   GR_ASSIGN_OR_RETURN(s.device_fn_, placement::ReplicaDeviceSetter(rds));
   return s;
 }
@@ -60,9 +63,18 @@ SessionOptions ReplicaSessionOptions(const std::string& target, const std::strin
   return o;
 }
 
-absl::StatusOr<int64_t> ParameterServerStrategy::PerReplicaBatchSize(
-    int64_t global_batch_size) const {
-  return data::PerReplicaBatchSize(global_batch_size, num_replicas_);
+absl::StatusOr<TrainStep> ParameterServerStrategy::BuildTrainStep(
+    const Scope& root, const std::vector<Output>& inputs, int64_t rows, const ModelFn& model_fn,
+    const OptimizerFn& optimizer_fn, const Variable* global_step) const {
+  if (rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter_server: a batch of ", rows, " rows per replica"));
+  }
+  SyncReplicasOptions so;
+  so.replicas_to_aggregate = num_replicas_;
+  so.total_num_replicas = num_replicas_;
+  return BuildSingleReplicaStep(ReplicaScope(root), inputs, model_fn, optimizer_fn, global_step,
+                                sync_ ? &so : nullptr);
 }
 
 }  // namespace train

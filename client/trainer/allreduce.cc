@@ -46,64 +46,83 @@ namespace client {
 namespace trainer {
 namespace internal {
 
-absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* log) {
-  train::AllReduceOptions ao;
-  ao.pack_bytes = c.allreduce_pack_bytes;
-  GR_ASSIGN_OR_RETURN(train::MirroredStrategy strategy,
-                      train::MirroredStrategy::Create(c.num_replicas, ao));
-  GR_RETURN_IF_ERROR(strategy.PerReplicaBatch(c.batch_size).status());
-  // One input pipeline of global batches, split among the replicas: the
-  // same examples in the same order as one replica would train on.
-  GR_ASSIGN_OR_RETURN(int64_t per_epoch, StepsPerEpoch(c, 1, c.batch_size));
+namespace {
+
+// Training under an all-reduce strategy (mirrored or multi-worker): this
+// process's replicas, one step per global batch, the chief finishing.
+// `server`: this task's (multi-worker), whose collectives a dying peer
+// aborts; null for one process.
+absl::StatusOr<TrainResult> TrainAllReduce(const TrainConfig& c,
+                                           const train::DistributionStrategy& strategy,
+                                           const ReplicaBuild& b, int64_t per_epoch,
+                                           std::ostream* log, RunControl* control,
+                                           distributed::GrpcServer* server) {
   const int64_t last_step = LastStep(c, per_epoch);
   TrainResult result;
-  result.mode = "local";
   result.num_ps = 0;
   result.num_workers = strategy.num_replicas();
   ClusterProgress progress(log, c.log_every, per_epoch, c.batch_size, last_step);
   std::atomic<bool> stop{false};
   std::vector<ReplicaRun> runs(1);
-  runs[0].hook = std::make_shared<ProgressHook>(&progress, true, c.stop, &stop);
-
-  auto g = std::make_unique<ReplicaGraph>();
-  g->root.SetGraphSeed(c.seed);
-  Scope s0 = g->root.WithDevice(strategy.devices()[0]);
-  GR_ASSIGN_OR_RETURN(std::string train_images, FindIdx(c, "train-images-idx3-ubyte"));
-  GR_ASSIGN_OR_RETURN(std::string train_labels, FindIdx(c, "train-labels-idx1-ubyte"));
-  g->global_step = std::make_unique<Variable>(train::CreateGlobalStep(s0));
-  Input in = BuildInput(s0.NewSubScope("input"), c, train_images, train_labels, c.batch_size, 0, 1,
-                        /*shuffle=*/true);
-  std::vector<std::unique_ptr<train::Layers>> layers;
-  train::ModelFn model_fn = ReplicaModelFn(c, &layers);
-  GR_ASSIGN_OR_RETURN(train::MirroredTrainStep step,
-                      strategy.BuildTrainStep(
-                          g->root, {in.images, in.labels}, c.batch_size, model_fn,
-                          [&c] { return MakeOptimizer(c); }, g->global_step.get()));
-  GR_RETURN_IF_ERROR(BuildEvalTower(c, s0, *layers[0], g.get()));
-  client::TrainingGraph& t = g->training;
-  t.train_op = step.train_op;
-  t.global_step = g->global_step.get();
-  t.metrics = {step.loss, step.metrics[0]};
-  t.metric_names = {"loss", "accuracy"};
-  t.iterator_init = in.make_iterator;
-  t.variables = step.saved;
-  t.variables.push_back(*g->global_step);
-  t.init_op = client::GlobalVariablesInitializer(g->root);
-  GR_RETURN_IF_ERROR(g->root.status());
-  client::TrainingLoopOptions lo = LoopOptions(c, last_step, c.batch_size, &stop);
-  lo.hooks = {std::make_shared<MirrorSyncHook>(step.mirror_sync), runs[0].hook};
-  GR_RETURN_IF_ERROR(AddSummaryHook(c, true, &lo));
-  GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(g->root, t, std::move(lo)));
-  if (log != nullptr) *log << step.plan.Summary() << "\n";
-  std::vector<std::unique_ptr<ClientSession>> sessions;
-  sessions.push_back(std::make_unique<ClientSession>(
-      g->root, strategy.session_options(c.intra_op_threads, c.inter_op_threads)));
+  runs[0].hook = std::make_shared<ProgressHook>(
+      &progress, strategy.is_chief(), control != nullptr ? control->stop() : c.stop, &stop);
+  client::TrainingLoopOptions lo = LoopOptions(c, last_step, b.rows, &stop);
+  lo.hooks = {runs[0].hook};
+  GR_RETURN_IF_ERROR(AddSummaryHook(c, strategy.is_chief(), &lo));
   std::vector<std::unique_ptr<ReplicaGraph>> graphs;
-  graphs.push_back(std::move(g));
-  GR_RETURN_IF_ERROR(RunReplicas(graphs, sessions, runs, stop, &result));
-  GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], last_step, &result));
-  result.allreduce = step.plan;
+  GR_ASSIGN_OR_RETURN(graphs.emplace_back(), BuildStrategyReplica(c, strategy, b, std::move(lo)));
+  const train::AllReducePlan plan = graphs[0]->step.plan;
+  if (log != nullptr && strategy.is_chief()) *log << plan.Summary() << "\n";
+  std::vector<std::unique_ptr<ClientSession>> sessions;
+  sessions.push_back(
+      std::make_unique<ClientSession>(graphs[0]->root, strategy.session_options(b.target)));
+  if (control != nullptr && server != nullptr) {
+    // A task of the job died (the launcher saw it): a step blocked in an
+    // all-reduce, or in joining the group, fails at once.
+    // (The run then ends with the control's status, which names the task.)
+    control->SetRelease([&stop, server] {
+      stop = true;
+      server->collectives()->AbortAll(
+          absl::UnavailableError("train: a task of the job died; this worker stops"));
+    });
+  }
+  absl::Status ran = RunReplicas(graphs, sessions, runs, stop, &result);
+  if (control != nullptr) {
+    control->SetRelease(nullptr);
+    GR_RETURN_IF_ERROR(control->status());
+  }
+  GR_RETURN_IF_ERROR(ran);
+  if (strategy.is_chief()) {
+    GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], last_step, &result));
+  } else {
+    GR_ASSIGN_OR_RETURN(result.global_step, graphs[0]->loop->ReadGlobalStep(*sessions[0]));
+    result.restored_from_step.reset();
+    result.checkpoint.clear();
+  }
+  // Every replica processed its batch per step: the whole job's examples.
+  result.examples = (result.global_step - result.initial_global_step) * c.batch_size;
+  result.examples_per_sec = result.seconds > 0 ? result.examples / result.seconds : 0;
+  result.allreduce = plan;
   return result;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* log) {
+  train::AllReduceOptions ao;
+  ao.pack_bytes = c.allreduce_pack_bytes;
+  GR_ASSIGN_OR_RETURN(train::MirroredStrategy strategy,
+                      train::MirroredStrategy::Create(c.num_replicas, ao));
+  strategy.set_session_threads(c.intra_op_threads, c.inter_op_threads);
+  GR_RETURN_IF_ERROR(strategy.PerReplicaBatch(c.batch_size).status());
+  // One input pipeline of global batches, split among the replicas: the
+  // same examples in the same order as one replica would train on.
+  GR_ASSIGN_OR_RETURN(int64_t per_epoch, StepsPerEpoch(c, 1, c.batch_size));
+  ReplicaBuild b;
+  b.rows = c.batch_size;
+  absl::StatusOr<TrainResult> r = TrainAllReduce(c, strategy, b, per_epoch, log, nullptr, nullptr);
+  if (r.ok()) r->mode = "local";
+  return r;
 }
 
 namespace {
@@ -149,7 +168,6 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
                                              const std::string& task_type, int task_index,
                                              distributed::GrpcServer* server, std::ostream* log,
                                              RunControl* control) {
-  const std::string target = server->target();
   train::AllReduceOptions ao;
   ao.pack_bytes = c.allreduce_pack_bytes;
   GR_ASSIGN_OR_RETURN(train::MultiWorkerMirroredStrategy strategy,
@@ -162,85 +180,13 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
   GR_ASSIGN_OR_RETURN(std::string train_labels, FindIdx(c, "train-labels-idx1-ubyte"));
   GR_ASSIGN_OR_RETURN(int64_t records, CountRecords(train_labels));
   const int64_t per_epoch = std::max<int64_t>(1, records / shard.count / batch);
-  const int64_t last_step = LastStep(c, per_epoch);
-  TrainResult result;
-  result.num_ps = 0;
-  result.num_workers = strategy.num_replicas();
   if (log != nullptr && strategy.is_chief()) *log << shard.why << "\n";
-  ClusterProgress progress(log, c.log_every, per_epoch, c.batch_size, last_step);
-  std::atomic<bool> stop{false};
-  std::vector<ReplicaRun> runs(1);
-  runs[0].hook = std::make_shared<ProgressHook>(
-      &progress, strategy.is_chief(), control != nullptr ? control->stop() : c.stop, &stop);
-
-  auto g = std::make_unique<ReplicaGraph>();
-  g->root.SetGraphSeed(c.seed);
-  Scope s = strategy.ReplicaScope(g->root);
-  GR_ASSIGN_OR_RETURN(std::string train_images, FindIdx(c, "train-images-idx3-ubyte"));
-  g->global_step = std::make_unique<Variable>(train::CreateGlobalStep(s));
-  Input in = BuildInput(s.NewSubScope("input"), c, train_images, train_labels, batch, shard.index,
-                        shard.count, /*shuffle=*/true);
-  std::vector<std::unique_ptr<train::Layers>> layers;
-  train::ModelFn model_fn = ReplicaModelFn(c, &layers);
-  GR_ASSIGN_OR_RETURN(train::MirroredTrainStep step,
-                      strategy.BuildTrainStep(
-                          g->root, {in.images, in.labels}, model_fn,
-                          [&c] { return MakeOptimizer(c); }, g->global_step.get()));
-  if (strategy.is_chief()) GR_RETURN_IF_ERROR(BuildEvalTower(c, s, *layers[0], g.get()));
-  client::TrainingGraph& t = g->training;
-  t.train_op = step.train_op;
-  t.global_step = g->global_step.get();
-  t.metrics = {step.loss, step.metrics[0]};
-  t.metric_names = {"loss", "accuracy"};
-  t.iterator_init = in.make_iterator;
-  t.variables = step.saved;
-  t.variables.push_back(*g->global_step);
-  t.init_op = client::GlobalVariablesInitializer(g->root);
-  GR_RETURN_IF_ERROR(g->root.status());
-  // Every worker starts from the chief's values, whatever it restored.
-  std::vector<Variable> synced = t.variables;
-  GR_ASSIGN_OR_RETURN(Operation sync, strategy.BuildSyncFromChief(g->root, synced));
-  client::TrainingLoopOptions lo = LoopOptions(c, last_step, batch, &stop);
-  lo.is_chief = strategy.is_chief();
-  lo.initializes_own_variables = true;
-  lo.hooks = {std::make_shared<MirrorSyncHook>(sync), runs[0].hook};
-  GR_RETURN_IF_ERROR(AddSummaryHook(c, strategy.is_chief(), &lo));
-  GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(g->root, t, std::move(lo)));
-  if (log != nullptr && strategy.is_chief()) {
-    *log << step.plan.Summary() << "\n";
-  }
-  std::vector<std::unique_ptr<ClientSession>> sessions;
-  sessions.push_back(std::make_unique<ClientSession>(g->root, strategy.session_options(target)));
-  std::vector<std::unique_ptr<ReplicaGraph>> graphs;
-  graphs.push_back(std::move(g));
-  if (control != nullptr) {
-    // A task of the job died (the launcher saw it): a step blocked in an
-    // all-reduce, or in joining the group, fails at once.
-    // (The run then ends with the control's status, which names the task.)
-    control->SetRelease([&stop, server] {
-      stop = true;
-      server->collectives()->AbortAll(
-          absl::UnavailableError("train: a task of the job died; this worker stops"));
-    });
-  }
-  absl::Status ran = RunReplicas(graphs, sessions, runs, stop, &result);
-  if (control != nullptr) {
-    control->SetRelease(nullptr);
-    GR_RETURN_IF_ERROR(control->status());
-  }
-  GR_RETURN_IF_ERROR(ran);
-  if (strategy.is_chief()) {
-    GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], last_step, &result));
-  } else {
-    GR_ASSIGN_OR_RETURN(result.global_step, graphs[0]->loop->ReadGlobalStep(*sessions[0]));
-    result.restored_from_step.reset();
-    result.checkpoint.clear();
-  }
-  // Every replica processed one batch per step: the whole job's examples.
-  result.examples = (result.global_step - result.initial_global_step) * c.batch_size;
-  result.examples_per_sec = result.seconds > 0 ? result.examples / result.seconds : 0;
-  result.allreduce = step.plan;
-  return result;
+  ReplicaBuild b;
+  b.rows = batch;
+  b.shard = shard.index;
+  b.num_shards = shard.count;
+  b.target = server->target();
+  return TrainAllReduce(c, strategy, b, per_epoch, log, control, server);
 }
 
 }  // namespace internal

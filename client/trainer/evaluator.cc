@@ -59,13 +59,13 @@ absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream*
                         1, /*shuffle=*/false);
   train::LayersOptions lo;
   lo.seed = c.seed;
-  g.layers = std::make_unique<train::Layers>(s, lo);
-  train::Model m = BuildModel(c, *g.layers, in.images, in.labels, /*training=*/false);
+  g.layers.push_back(std::make_unique<train::Layers>(s, lo));
+  train::Model m = BuildModel(c, *g.layers[0], in.images, in.labels, /*training=*/false);
   g.eval_init = in.make_iterator;
   g.eval_loss = m.loss;
   g.eval_accuracy = m.accuracy;
   g.eval_count = ops::Size(s, in.labels);
-  std::vector<Variable> vars = g.layers->variables();
+  std::vector<Variable> vars = g.layers[0]->variables();
   vars.push_back(*g.global_step);
   GR_ASSIGN_OR_RETURN(client::Saver saver, client::Saver::Create(s, vars));
   Output step_now = g.global_step->Read(s);

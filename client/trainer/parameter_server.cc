@@ -44,82 +44,10 @@ namespace client {
 namespace trainer {
 namespace internal {
 
+using distributed::kLauncherWaitMs;
 using distributed::StartServerForLauncher;
 using distributed::TakeLauncherFd;
-using distributed::kLauncherWaitMs;
 namespace {
-
-struct ReplicaSpec {
-  int index = 0;  // shard of the training data
-  int num_replicas = 1;
-  int64_t batch = 256;  // per replica
-  bool chief = true;
-  placement::DeviceFunction device_fn;                     // empty: none
-  std::string target;                                      // the replica's session target
-  std::string worker_device;                               // "/job:worker/task:1"
-  std::map<std::string, std::vector<int64_t>> partitions;  // variable -> part rows
-};
-// Builds replica `r`'s graph (and, on the chief, the evaluation tower).
-absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildReplica(const TrainConfig& c,
-                                                           const ReplicaSpec& r, bool with_loop,
-                                                           client::TrainingLoopOptions loop_opts) {
-  auto g = std::make_unique<ReplicaGraph>();
-  Scope s = r.device_fn ? g->root.WithDeviceFunction(r.device_fn) : g->root;
-  s.SetGraphSeed(c.seed);
-  GR_ASSIGN_OR_RETURN(std::string train_images, FindIdx(c, "train-images-idx3-ubyte"));
-  GR_ASSIGN_OR_RETURN(std::string train_labels, FindIdx(c, "train-labels-idx1-ubyte"));
-  g->global_step = std::make_unique<Variable>(train::CreateGlobalStep(s));
-  Input in = BuildInput(s.NewSubScope("input"), c, train_images, train_labels, r.batch, r.index,
-                        r.num_replicas, /*shuffle=*/true);
-  train::LayersOptions layer_options;
-  layer_options.seed = c.seed;
-  if (!r.partitions.empty()) layer_options.part_sizes = train::PartSizesByName(r.partitions);
-  g->layers = std::make_unique<train::Layers>(s, layer_options);
-  train::Model m = BuildModel(c, *g->layers, in.images, in.labels, /*training=*/true);
-  g->optimizer = MakeOptimizer(c);
-  Operation train_op;
-  if (c.sync) {
-    // Every update averages one batch of each replica.
-    train::SyncReplicasOptions so;
-    so.replicas_to_aggregate = r.num_replicas;
-    so.total_num_replicas = r.num_replicas;
-    g->sync = std::make_unique<train::SyncReplicasOptimizer>(g->optimizer.get(), so);
-    const auto& updates = g->layers->update_ops();
-    GR_ASSIGN_OR_RETURN(
-        train_op,
-        g->sync->Minimize(updates.empty() ? s : s.WithControlDependencies(updates), m.loss,
-                          g->layers->trainable_variables(), g->global_step.get()));
-  } else {
-    GR_ASSIGN_OR_RETURN(train_op,
-                        train::TrainOp(s, *g->layers, m.loss, *g->optimizer, g->global_step.get()));
-  }
-  g->train_op_name = train_op.name();
-  if (r.chief) GR_RETURN_IF_ERROR(BuildEvalTower(c, s, *g->layers, g.get()));
-  client::TrainingGraph& t = g->training;
-  t.train_op = train_op;
-  t.global_step = g->global_step.get();
-  t.metrics = {m.loss, m.accuracy};
-  t.metric_names = {"loss", "accuracy"};
-  t.iterator_init = in.make_iterator;
-  t.variables = g->layers->variables();
-  for (const Variable& v : g->optimizer->variables()) t.variables.push_back(v);
-  t.variables.push_back(*g->global_step);
-  t.init_op = client::GlobalVariablesInitializer(s);
-  GR_RETURN_IF_ERROR(s.status());
-  if (with_loop) {
-    loop_opts.is_chief = r.chief;
-    if (g->sync != nullptr) {
-      SessionOptions qr = train::ReplicaSessionOptions(r.target, r.worker_device);
-      g->sync_hook = std::make_shared<client::SyncReplicasHook>(g->sync.get(), g->root, qr);
-      loop_opts.hooks.push_back(g->sync_hook);
-      // A synchronous step waits for every replica: bound it, so a dead
-      // peer fails the run instead of hanging it.
-      loop_opts.step_timeout_ms = 300000;
-    }
-    GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(s, t, std::move(loop_opts)));
-  }
-  return g;
-}
 
 void PrintPlacement(const ReplicaGraph& g, const TrainConfig& c, int num_ps, int num_workers,
                     const std::string& strategy, std::ostream& log) {
@@ -207,44 +135,51 @@ absl::StatusOr<VariablePlan> PlanVariables(const TrainConfig& c, int num_ps, int
 absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log) {
   TrainResult result;
   result.mode = "local";
+  train::OneDeviceStrategy strategy("", c.intra_op_threads, c.inter_op_threads);
   GR_ASSIGN_OR_RETURN(int64_t per_epoch, StepsPerEpoch(c, 1, c.batch_size));
   const int64_t last_step = LastStep(c, per_epoch);
   ClusterProgress progress(log, c.log_every, per_epoch, c.batch_size, last_step);
   std::atomic<bool> stop{false};
-  ReplicaRun run;
-  run.hook = std::make_shared<ProgressHook>(&progress, true, c.stop, &stop);
+  std::vector<ReplicaRun> runs(1);
+  runs[0].hook = std::make_shared<ProgressHook>(&progress, true, c.stop, &stop);
   client::TrainingLoopOptions lo = LoopOptions(c, last_step, c.batch_size, &stop);
-  lo.hooks = {run.hook};
+  lo.hooks = {runs[0].hook};
   GR_RETURN_IF_ERROR(AddSummaryHook(c, true, &lo));
-  ReplicaSpec spec;
-  spec.batch = c.batch_size;
-  GR_ASSIGN_OR_RETURN(auto g, BuildReplica(c, spec, true, lo));
-  SessionOptions so;
-  so.config.set_intra_op_parallelism_threads(c.intra_op_threads);
-  so.config.set_inter_op_parallelism_threads(c.inter_op_threads);
+  ReplicaBuild b;
+  b.rows = c.batch_size;
   std::vector<std::unique_ptr<ReplicaGraph>> graphs;
-  graphs.push_back(std::move(g));
+  GR_ASSIGN_OR_RETURN(graphs.emplace_back(), BuildStrategyReplica(c, strategy, b, std::move(lo)));
   std::vector<std::unique_ptr<ClientSession>> sessions;
-  sessions.push_back(std::make_unique<ClientSession>(graphs[0]->root, so));
-  std::vector<ReplicaRun> runs = {run};
+  sessions.push_back(
+      std::make_unique<ClientSession>(graphs[0]->root, strategy.session_options("")));
   GR_RETURN_IF_ERROR(RunReplicas(graphs, sessions, runs, stop, &result));
   GR_RETURN_IF_ERROR(FinishChief(c, *graphs[0], *sessions[0], last_step, &result));
   return result;
 }
 
-// Between-graph replication over `num_replicas` replicas, of which this
-// process runs replica_index.size(): replica_index[i] with its ops on
-// worker_devices[i] and its session on targets[i]. `chief_at` is the
-// position of the chief among them (-1: not here).
-absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, int num_replicas,
-                                            const std::vector<std::string>& worker_devices,
+// Between-graph replication: this process runs one replica per task of
+// `tasks` (chief or worker tasks of `spec`), each with its session on
+// targets[i], its own task's server.
+absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c,
+                                            const distributed::ClusterSpec& spec,
+                                            const std::vector<std::pair<std::string, int>>& tasks,
                                             const std::vector<std::string>& targets,
-                                            const std::vector<int>& replica_index, int chief_at,
                                             std::ostream* log, RunControl* control) {
-  GR_ASSIGN_OR_RETURN(int64_t batch, data::PerReplicaBatchSize(c.batch_size, num_replicas));
+  const int num_ps = spec.num_tasks("ps");
+  const int num_replicas = spec.num_tasks("worker") + spec.num_tasks("chief");
+  GR_ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(c, num_ps, num_replicas));
+  std::vector<train::ParameterServerStrategy> strategies;
+  for (const auto& [type, index] : tasks) {
+    train::ParameterServerStrategyOptions so;
+    so.ps_strategy_object = plan.strategy();
+    so.sync_replicas = c.sync;
+    GR_ASSIGN_OR_RETURN(train::ParameterServerStrategy strategy,
+                        train::ParameterServerStrategy::Create(spec, type, index, so));
+    strategies.push_back(std::move(strategy));
+  }
+  GR_ASSIGN_OR_RETURN(int64_t batch, strategies[0].PerReplicaBatch(c.batch_size));
   GR_ASSIGN_OR_RETURN(int64_t per_epoch, StepsPerEpoch(c, num_replicas, batch));
   const int64_t last_step = LastStep(c, per_epoch);
-  GR_ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(c, num_ps, num_replicas));
   TrainResult result;
   result.num_ps = num_ps;
   result.num_workers = num_replicas;
@@ -256,33 +191,29 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     }
     result.strategy_used = absl::StrCat("balanced, split ", absl::StrJoin(split, ", "));
   }
-  ClusterProgress progress(log, c.log_every, per_epoch, c.sync ? batch * num_replicas : batch,
-                           last_step);
+  // One batch of one replica per asynchronous update, of every replica
+  // per synchronous one.
+  const int64_t per_update = c.sync ? batch * num_replicas : batch;
+  ClusterProgress progress(log, c.log_every, per_epoch, per_update, last_step);
   std::atomic<bool> stop{false};
   std::vector<std::unique_ptr<ReplicaGraph>> graphs;
-  std::vector<ReplicaRun> runs(replica_index.size());
-  for (size_t i = 0; i < replica_index.size(); ++i) {
-    placement::ReplicaDeviceSetterOptions rds;
-    rds.ps_tasks = num_ps;
-    rds.worker_device = worker_devices[i];
-    rds.ps_strategy = plan.strategy();
-    GR_ASSIGN_OR_RETURN(placement::DeviceFunction fn, placement::ReplicaDeviceSetter(rds));
-    ReplicaSpec spec;
-    spec.index = replica_index[i];
-    spec.num_replicas = num_replicas;
-    spec.batch = batch;
-    spec.chief = static_cast<int>(i) == chief_at;
-    spec.device_fn = fn;
-    spec.target = targets[i];
-    spec.worker_device = worker_devices[i];
-    spec.partitions = plan.partitions;
+  std::vector<ReplicaRun> runs(strategies.size());
+  int chief_at = -1;
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    const train::ParameterServerStrategy& strategy = strategies[i];
+    if (strategy.is_chief()) chief_at = static_cast<int>(i);
     runs[i].hook = std::make_shared<ProgressHook>(
-        &progress, spec.chief, control != nullptr ? control->stop() : c.stop, &stop);
+        &progress, strategy.is_chief(), control != nullptr ? control->stop() : c.stop, &stop);
     client::TrainingLoopOptions lo = LoopOptions(c, last_step, batch, &stop);
     lo.hooks = {runs[i].hook};
-    GR_RETURN_IF_ERROR(AddSummaryHook(c, spec.chief, &lo));
-    GR_ASSIGN_OR_RETURN(auto g, BuildReplica(c, spec, true, lo));
-    graphs.push_back(std::move(g));
+    GR_RETURN_IF_ERROR(AddSummaryHook(c, strategy.is_chief(), &lo));
+    ReplicaBuild b;
+    b.rows = batch;
+    b.shard = strategy.replica_index();
+    b.num_shards = num_replicas;
+    b.partitions = &plan.partitions;
+    b.target = targets[i];
+    GR_ASSIGN_OR_RETURN(graphs.emplace_back(), BuildStrategyReplica(c, strategy, b, std::move(lo)));
   }
   if (log != nullptr && chief_at >= 0) {
     PrintPlacement(*graphs[chief_at], c, num_ps, num_replicas, result.strategy_used, *log);
@@ -291,8 +222,8 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
   for (size_t i = 0; i < graphs.size(); ++i) {
     // Each replica's session sees the PS tasks and its own task only, so
     // tasks of a cluster may start in any order.
-    SessionOptions so = train::ReplicaSessionOptions(targets[i], worker_devices[i]);
-    sessions.push_back(std::make_unique<ClientSession>(graphs[i]->root, so));
+    sessions.push_back(std::make_unique<ClientSession>(graphs[i]->root,
+                                                       strategies[i].session_options(targets[i])));
   }
   if (chief_at > 0) {  // RunReplicas reads the chief at index 0
     std::swap(graphs[0], graphs[chief_at]);
@@ -321,11 +252,9 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, in
     GR_ASSIGN_OR_RETURN(result.global_step, graphs[0]->loop->ReadGlobalStep(*sessions[0]));
     result.restored_from_step.reset();
   }
-  if (static_cast<int>(replica_index.size()) < num_replicas) {
+  if (static_cast<int>(strategies.size()) < num_replicas) {
     // Other replicas run in other processes: the whole cluster's examples
-    // follow from the global step (one replica batch per async update,
-    // one batch of every replica per sync update).
-    const int64_t per_update = c.sync ? batch * num_replicas : batch;
+    // follow from the global step.
     result.examples = (result.global_step - result.initial_global_step) * per_update;
     result.examples_per_sec = result.seconds > 0 ? result.examples / result.seconds : 0;
   }
@@ -341,15 +270,14 @@ absl::StatusOr<TrainResult> TrainInProcessCluster(const TrainConfig& c, std::ost
   if (log != nullptr) {
     *log << "cluster (in-process gRPC servers): " << cluster->cluster_spec().ToJson() << "\n";
   }
-  std::vector<std::string> devices, targets;
-  std::vector<int> index;
+  std::vector<std::pair<std::string, int>> tasks;
+  std::vector<std::string> targets;
   for (int i = 0; i < c.workers; ++i) {
-    devices.push_back(absl::StrCat("/job:worker/task:", i));
+    tasks.push_back({"worker", i});
     targets.push_back(cluster->target("worker", i));
-    index.push_back(i);
   }
   absl::StatusOr<TrainResult> r =
-      TrainReplicated(c, c.ps, c.workers, devices, targets, index, 0, log, nullptr);
+      TrainReplicated(c, cluster->cluster_spec(), tasks, targets, log, nullptr);
   cluster->StopAll();
   if (r.ok()) r->mode = "distributed";
   return r;
@@ -391,16 +319,13 @@ absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::C
     server->Stop();
     return r;
   }
-  // The replica numbering and the chief; train places variables with its
-  // own plan (--strategy), so only those are taken from the strategy.
-  GR_ASSIGN_OR_RETURN(train::ParameterServerStrategy strategy,
-                      train::ParameterServerStrategy::Create(spec, task_type, task_index));
+  // Checked before a server starts (a task that does not train, no PS).
+  GR_RETURN_IF_ERROR(train::ParameterServerStrategy::Create(spec, task_type, task_index).status());
   if (server == nullptr) {
     GR_ASSIGN_OR_RETURN(server, StartTaskServer(c, spec, task_type, task_index));
   }
-  absl::StatusOr<TrainResult> r = TrainReplicated(
-      c, strategy.num_ps_tasks(), strategy.num_replicas(), {strategy.worker_device()},
-      {server->target()}, {strategy.replica_index()}, strategy.is_chief() ? 0 : -1, log, control);
+  absl::StatusOr<TrainResult> r =
+      TrainReplicated(c, spec, {{task_type, task_index}}, {server->target()}, log, control);
   server->Stop();
   return r;
 }

@@ -166,11 +166,16 @@ absl::Status BuildEvalTower(const TrainConfig& c, const Scope& s, const train::L
 }
 
 train::ModelFn ReplicaModelFn(const TrainConfig& c,
-                              std::vector<std::unique_ptr<train::Layers>>* layers) {
-  return [&c, layers](const Scope& s, int,
-                      const std::vector<Output>& inputs) -> absl::StatusOr<train::ReplicaModel> {
+                              std::vector<std::unique_ptr<train::Layers>>* layers,
+                              const std::map<std::string, std::vector<int64_t>>* partitions) {
+  return [&c, layers, partitions](
+             const Scope& s, int,
+             const std::vector<Output>& inputs) -> absl::StatusOr<train::ReplicaModel> {
     train::LayersOptions lo;
     lo.seed = c.seed;
+    if (partitions != nullptr && !partitions->empty()) {
+      lo.part_sizes = train::PartSizesByName(*partitions);
+    }
     layers->push_back(std::make_unique<train::Layers>(s, lo));
     train::Model m = BuildModel(c, *layers->back(), inputs[0], inputs[1], /*training=*/true);
     train::ReplicaModel r;
@@ -181,6 +186,53 @@ train::ModelFn ReplicaModelFn(const TrainConfig& c,
     r.update_ops = layers->back()->update_ops();
     return r;
   };
+}
+
+absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildStrategyReplica(
+    const TrainConfig& c, const train::DistributionStrategy& strategy, const ReplicaBuild& b,
+    std::optional<client::TrainingLoopOptions> loop) {
+  auto g = std::make_unique<ReplicaGraph>();
+  g->root.SetGraphSeed(c.seed);
+  // The input pipeline and global_step go where the first replica runs.
+  Scope s = strategy.ReplicaScope(g->root);
+  GR_ASSIGN_OR_RETURN(std::string train_images, FindIdx(c, "train-images-idx3-ubyte"));
+  GR_ASSIGN_OR_RETURN(std::string train_labels, FindIdx(c, "train-labels-idx1-ubyte"));
+  g->global_step = std::make_unique<Variable>(train::CreateGlobalStep(s));
+  Input in = BuildInput(s.NewSubScope("input"), c, train_images, train_labels, b.rows, b.shard,
+                        b.num_shards, /*shuffle=*/true);
+  train::ModelFn model_fn = ReplicaModelFn(c, &g->layers, b.partitions);
+  GR_ASSIGN_OR_RETURN(g->step, strategy.BuildTrainStep(
+                                   g->root, {in.images, in.labels}, b.rows, model_fn,
+                                   [&c] { return MakeOptimizer(c); }, g->global_step.get()));
+  g->train_op_name = g->step.train_op.name();
+  if (strategy.is_chief()) GR_RETURN_IF_ERROR(BuildEvalTower(c, s, *g->layers[0], g.get()));
+  client::TrainingGraph& t = g->training;
+  t.train_op = g->step.train_op;
+  t.global_step = g->global_step.get();
+  t.metrics = {g->step.loss, g->step.metrics[0]};
+  t.metric_names = {"loss", "accuracy"};
+  t.iterator_init = in.make_iterator;
+  t.variables = g->step.saved;
+  t.variables.push_back(*g->global_step);
+  t.init_op = client::GlobalVariablesInitializer(s);
+  GR_RETURN_IF_ERROR(g->root.status());
+  if (!loop.has_value()) return g;
+  client::TrainingLoopOptions lo = std::move(*loop);
+  lo.is_chief = strategy.is_chief();
+  lo.initializes_own_variables = strategy.initializes_own_variables();
+  if (g->step.after_restore.node() != nullptr) {
+    lo.hooks.insert(lo.hooks.begin(), std::make_shared<MirrorSyncHook>(g->step.after_restore));
+  }
+  if (g->step.sync != nullptr) {
+    g->sync_hook = std::make_shared<client::SyncReplicasHook>(g->step.sync.get(), g->root,
+                                                              strategy.session_options(b.target));
+    lo.hooks.push_back(g->sync_hook);
+    // A synchronous step waits for every replica: bound it, so a dead
+    // peer fails the run instead of hanging it.
+    lo.step_timeout_ms = 300000;
+  }
+  GR_ASSIGN_OR_RETURN(g->loop, client::TrainingLoop::Create(s, t, std::move(lo)));
+  return g;
 }
 
 // Test-set loss and accuracy over every example (batch means weighted by

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "client/loop/sync_replicas_hook.h"
 #include "client/loop/training_loop.h"
 #include "client/ops.h"
+#include "client/train/distribution_strategy.h"
 #include "client/train/layers.h"
 #include "client/train/mirrored_strategy.h"
 #include "client/train/models.h"
@@ -45,10 +47,12 @@ namespace train = client::train;
 
 struct ReplicaGraph {
   Scope root = Scope::NewRootScope();
-  std::unique_ptr<train::Layers> layers, eval_layers;
-  std::unique_ptr<train::Optimizer> optimizer;
-  std::unique_ptr<train::SyncReplicasOptimizer> sync;  // --sync
-  std::shared_ptr<client::SyncReplicasHook> sync_hook;
+  // The model's layers, one per local replica (replica 0's are trained
+  // and evaluated), and the evaluation tower's.
+  std::vector<std::unique_ptr<train::Layers>> layers;
+  std::unique_ptr<train::Layers> eval_layers;
+  train::TrainStep step;                                // as the strategy built it
+  std::shared_ptr<client::SyncReplicasHook> sync_hook;  // step.sync
   std::unique_ptr<Variable> global_step;
   client::TrainingGraph training;
   Operation eval_init;
@@ -80,10 +84,27 @@ absl::Status AddSummaryHook(const TrainConfig& c, bool chief, client::TrainingLo
 // The evaluation tower over the test set, in `s`, on `trained`'s variables.
 absl::Status BuildEvalTower(const TrainConfig& c, const Scope& s, const train::Layers& trained,
                             ReplicaGraph* g);
-// The zoo model of one replica of an all-reduce strategy, its layers kept
-// in `layers` (which must outlive the graph's building).
+// The zoo model of one replica, its layers kept in `layers` (which must
+// outlive the graph's building); `partitions` (may be null): variables
+// built as axis-0 parts of these row counts.
 train::ModelFn ReplicaModelFn(const TrainConfig& c,
-                              std::vector<std::unique_ptr<train::Layers>>* layers);
+                              std::vector<std::unique_ptr<train::Layers>>* layers,
+                              const std::map<std::string, std::vector<int64_t>>* partitions);
+
+// This process's replicas of the training graph under `strategy`.
+struct ReplicaBuild {
+  int64_t rows = 0;               // this process's batch per step (every local replica's)
+  int shard = 0, num_shards = 1;  // of the training set
+  const std::map<std::string, std::vector<int64_t>>* partitions = nullptr;
+  std::string target;  // this task's server ("": one process)
+};
+// The input pipeline, the model per replica, the strategy's step (the
+// gradients aggregated its way), the evaluation tower on the chief, and,
+// with `loop`, the training loop with the strategy's hooks (copies synced
+// after a restore; the synchronous-replica queues).
+absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildStrategyReplica(
+    const TrainConfig& c, const train::DistributionStrategy& strategy, const ReplicaBuild& b,
+    std::optional<client::TrainingLoopOptions> loop);
 // Test-set loss and accuracy over every example.
 absl::Status Evaluate(const ReplicaGraph& g, const ClientSession& session, TrainResult* result);
 // Records of an IDX labels file.

@@ -83,14 +83,14 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
 // --local: one replica in a DirectSession.
 absl::StatusOr<TrainResult> TrainLocal(const TrainConfig& c, std::ostream* log);
 
-// Between-graph replication over `num_replicas` replicas, of which this
-// process runs replica_index.size(): replica_index[i] with its ops on
-// worker_devices[i] and its session on targets[i]. `chief_at` is the
-// position of the chief among them (-1: not here). `control` may be null.
-absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c, int num_ps, int num_replicas,
-                                            const std::vector<std::string>& worker_devices,
+// Between-graph replication (ParameterServerStrategy): this process runs
+// one replica per task of `tasks` (chief or worker tasks of `spec`), each
+// with its session on targets[i], its own task's server. `control` may be
+// null.
+absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c,
+                                            const distributed::ClusterSpec& spec,
+                                            const std::vector<std::pair<std::string, int>>& tasks,
                                             const std::vector<std::string>& targets,
-                                            const std::vector<int>& replica_index, int chief_at,
                                             std::ostream* log, RunControl* control);
 
 // --in_process: every task a gRPC server in this process.
