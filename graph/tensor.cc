@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "graph/memory_budget.h"
 #include "graph/status.h"
 
 // AddressSanitizer must see every free: no buffer cache under it.
@@ -99,25 +100,56 @@ size_t ElementBytes(DataType dt) {
 }  // namespace
 
 TensorBuffer::TensorBuffer(DataType dtype, int64_t n) : dtype_(dtype), n_(n) {
-  bytes_ = static_cast<size_t>(n) * ElementBytes(dtype);
+  absl::Status s = Allocate(/*checked=*/false, "");
+  if (!s.ok()) throw std::bad_alloc();
+}
+
+absl::StatusOr<std::shared_ptr<TensorBuffer>> TensorBuffer::Create(DataType dtype, int64_t n,
+                                                                   absl::string_view what) {
+  std::shared_ptr<TensorBuffer> b(new TensorBuffer(dtype, n, Unallocated{}));
+  GR_RETURN_IF_ERROR(b->Allocate(/*checked=*/true, what));
+  return b;
+}
+
+absl::Status TensorBuffer::Allocate(bool checked, absl::string_view what) {
+  const size_t element = ElementBytes(dtype_);
+  if (n_ < 0 || (element > 0 && static_cast<uint64_t>(n_) >
+                                    (std::numeric_limits<uint64_t>::max() >> 2) / element)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot allocate ", what, ": ", n_, " elements overflow a size"));
+  }
+  bytes_ = static_cast<size_t>(n_) * element;
+  if (bytes_ > static_cast<size_t>(std::numeric_limits<int64_t>::max() / 2)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", what, ": ", bytes_, " bytes"));
+  }
+  GR_RETURN_IF_ERROR(memory_internal::Reserve(static_cast<int64_t>(bytes_), checked, what));
+  accounted_ = static_cast<int64_t>(bytes_);
   size_t alloc = (bytes_ + kAlignment - 1) / kAlignment * kAlignment;
   if (alloc == 0) alloc = kAlignment;
-  if (DataTypeSize(dtype) > 0) {  // fixed-size elements: recyclable
+  if (DataTypeSize(dtype_) > 0) {  // fixed-size elements: recyclable
     alloc = BufferCache::RoundUp(alloc);
     data_ = TheBufferCache().Take(alloc);
     if (data_ != nullptr) {
       cached_bytes_ = alloc;
-      return;
+      return absl::OkStatus();
     }
     if (alloc >= BufferCache::kMinBytes) cached_bytes_ = alloc;
   }
   data_ = static_cast<char*>(std::aligned_alloc(kAlignment, alloc));
-  if (data_ == nullptr) throw std::bad_alloc();
+  if (data_ == nullptr) {
+    memory_internal::Release(accounted_);
+    accounted_ = 0;
+    cached_bytes_ = 0;
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", what, ": ", bytes_,
+                                                     " bytes: the system has no more memory"));
+  }
   ForNonPod(dtype_, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     T* p = reinterpret_cast<T*>(data_);
     for (int64_t i = 0; i < n_; ++i) new (p + i) T();
   });
+  return absl::OkStatus();
 }
 
 TensorBuffer::TensorBuffer(void* data, size_t bytes, std::function<void()> release)
@@ -128,6 +160,8 @@ TensorBuffer::~TensorBuffer() {
     release_();
     return;
   }
+  if (accounted_ > 0) memory_internal::Release(accounted_);
+  if (data_ == nullptr) return;  // a refused allocation
   if (cached_bytes_ > 0 && TheBufferCache().Give(data_, cached_bytes_)) return;
   ForNonPod(dtype_, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
@@ -140,6 +174,24 @@ TensorBuffer::~TensorBuffer() {
 Tensor::Tensor(DataType dtype, const TensorShape& shape) : dtype_(dtype), shape_(shape) {
   buffer_ = std::make_shared<TensorBuffer>(dtype, shape.num_elements());
   data_ = buffer_->data();
+}
+
+absl::StatusOr<Tensor> Tensor::Allocate(DataType dtype, const TensorShape& shape,
+                                        absl::string_view context) {
+  if (!DataTypeSupported(dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(context, "cannot allocate a tensor of type ", DataTypeString(dtype)));
+  }
+  const std::string what =
+      absl::StrCat("a ", DataTypeString(dtype), " tensor of shape ", shape.DebugString());
+  absl::StatusOr<std::shared_ptr<TensorBuffer>> made =
+      TensorBuffer::Create(dtype, shape.num_elements(), what);
+  if (!made.ok()) {
+    return absl::Status(made.status().code(), absl::StrCat(context, made.status().message()));
+  }
+  std::shared_ptr<TensorBuffer> b = *std::move(made);
+  char* data = b->data();
+  return Tensor(dtype, shape, std::move(b), data);
 }
 
 Tensor::Tensor(DataType dtype, const TensorShape& shape, std::shared_ptr<TensorBuffer> buffer,
@@ -230,11 +282,7 @@ absl::StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
   }
   GR_ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(proto.tensor_shape()));
   const int64_t n = shape.num_elements();
-  if (n > (int64_t{1} << 40)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TensorProto shape ", shape.DebugString(), " is too large"));
-  }
-  Tensor t(dt, shape);
+  GR_ASSIGN_OR_RETURN(Tensor t, Allocate(dt, shape, "TensorProto: "));
   if (dt == DT_RESOURCE) {
     const auto& hs = proto.resource_handle_val();
     if (hs.size() != n && !(hs.empty())) {

@@ -32,8 +32,14 @@ namespace graphrun {
 class TensorBuffer {
  public:
   static constexpr size_t kAlignment = 64;
-  // REQUIRES: DataTypeSupported(dtype), n >= 0.
+  // REQUIRES: DataTypeSupported(dtype), n >= 0. Counted in the memory
+  // budget (graph/memory_budget.h) but never refused by it.
   TensorBuffer(DataType dtype, int64_t n);
+  // The same, refused with ResourceExhausted (naming `what`) when it is
+  // over the per-allocation cap or the process's limit, or the memory is
+  // not there; InvalidArgument when n elements overflow a size.
+  static absl::StatusOr<std::shared_ptr<TensorBuffer>> Create(DataType dtype, int64_t n,
+                                                              absl::string_view what);
   // Wraps memory owned elsewhere; `release` runs when the buffer dies.
   TensorBuffer(void* data, size_t bytes, std::function<void()> release);
   ~TensorBuffer();
@@ -51,6 +57,12 @@ class TensorBuffer {
   // Size of the block when it is large enough to be recycled (tensor.cc's
   // buffer cache), else 0.
   size_t cached_bytes_ = 0;
+  // Counted in the memory budget.
+  int64_t accounted_ = 0;
+
+  struct Unallocated {};
+  TensorBuffer(DataType dtype, int64_t n, Unallocated) : dtype_(dtype), n_(n) {}
+  absl::Status Allocate(bool checked, absl::string_view what);
   std::function<void()> release_;
 };
 
@@ -61,6 +73,12 @@ class Tensor {
   // Allocates an uninitialised (POD) or default-constructed buffer.
   // REQUIRES: DataTypeSupported(dtype).
   Tensor(DataType dtype, const TensorShape& shape);
+  // The same, checked against the memory budget: ResourceExhausted naming
+  // the dtype, shape and bytes (after `context`, e.g. "node 'x' (op
+  // Fill): ") instead of std::bad_alloc. Use it wherever a size comes
+  // from outside (a graph, a feed, a request, a file).
+  static absl::StatusOr<Tensor> Allocate(DataType dtype, const TensorShape& shape,
+                                         absl::string_view context = "");
   // Views `buffer` from `data`, which must lie inside it.
   Tensor(DataType dtype, const TensorShape& shape, std::shared_ptr<TensorBuffer> buffer,
          char* data);

@@ -45,11 +45,11 @@ absl::StatusOr<Tensor*> OpKernelContext::allocate_output(int i, const TensorShap
     return params_->op_kernel->Error(
         absl::StrCat("cannot allocate output of type ", DataTypeString(dt)));
   }
-  if (shape.num_elements() > (int64_t{1} << 40)) {
-    return params_->op_kernel->Error(
-        absl::StrCat("output shape ", shape.DebugString(), " is too large"));
-  }
-  outputs_[i].tensor = Tensor(dt, shape);
+  GR_ASSIGN_OR_RETURN(
+      outputs_[i].tensor,
+      Tensor::Allocate(dt, shape,
+                       absl::StrCat("node '", params_->op_kernel->name(), "' (op ",
+                                    params_->op_kernel->type_string(), "): output ", i, ": ")));
   return &outputs_[i].tensor;
 }
 

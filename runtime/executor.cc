@@ -16,6 +16,22 @@
 namespace graphrun {
 namespace {
 
+// A kernel's Compute; an exception it throws (an allocation that did not
+// go through the memory budget, a library's throw) becomes the step's
+// error naming the node, never a crash of the pool thread.
+absl::Status ComputeGuarded(OpKernel* kernel, OpKernelContext* ctx) {
+  try {
+    return kernel->Compute(ctx);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat("node '", kernel->name(), "' (op ",
+                                                     kernel->type_string(),
+                                                     "): out of memory (std::bad_alloc)"));
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("node '", kernel->name(), "' (op ", kernel->type_string(), "): ", e.what()));
+  }
+}
+
 struct OutEdge {
   int dst;
   int src_slot;  // kControlSlot for control edges
@@ -227,7 +243,7 @@ class ExecutorState {
     params->inputs = inputs.data();
     if (stats) stats->set_op_start_rel_micros(NowMicros() - stats->all_start_micros());
     OpKernelContext ctx(params);
-    absl::Status s = item.kernel->Compute(&ctx);
+    absl::Status s = ComputeGuarded(item.kernel.get(), &ctx);
     OutputList outputs = std::move(*ctx.mutable_outputs());
     if (stats) FinishStats(stats, item, inputs.data(), outputs);
     return NodeDone(std::move(s), tn, std::move(outputs), inline_ready);

@@ -250,6 +250,51 @@ TEST(GraphrunCliTest, BadFeeds) {
       "InvalidArgument: feed 'x:0': " + ints + " holds int64 but the graph expects float\n");
 }
 
+// A graph asking for more memory than there is: ResourceExhausted naming
+// the node, the shape and the bytes, exit 1 (never std::bad_alloc).
+TEST(GraphrunCliTest, HugeTensorsAreResourceExhausted) {
+  const std::string big = TempPath("big_const.pbtxt");
+  ASSERT_TRUE(WriteStringToFile(big, R"(node { name: "c" op: "Const"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT
+    tensor_shape { dim { size: 1099511627776 } } } } } })")
+                  .ok());
+  Result r = Graphrun({"run", big, "--fetch", "c"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("ResourceExhausted: node 'c': "));
+  EXPECT_THAT(r.err, HasSubstr("a float tensor of shape [1099511627776]: 4398046511104 bytes "
+                               "(4.0 TiB) is over the per-allocation cap"));
+
+  const std::string fill = TempPath("fill.pbtxt");
+  ASSERT_TRUE(WriteStringToFile(fill, R"(
+node { name: "dims" op: "Placeholder" attr { key: "dtype" value { type: DT_INT64 } } }
+node { name: "v" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
+node { name: "f" op: "Fill" input: "dims" input: "v" attr { key: "T" value { type: DT_FLOAT } }
+  attr { key: "index_type" value { type: DT_INT64 } } })")
+                  .ok());
+  r = Graphrun({"run", fill, "--fetch", "f", "--feed", "dims=[1000000,1000000]"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("ResourceExhausted: node 'f' (op Fill): output 0: cannot "
+                                "allocate a float tensor of shape [1000000,1000000]: "
+                                "4000000000000 bytes (3.6 TiB)"));
+  // Under the process's own budget (--memory_limit; the cap is half of it).
+  r = Graphrun({"run", fill, "--fetch", "f", "--feed", "dims=[1000,1000]", "--memory_limit=4M"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("4000000 bytes (3.8 MiB) is over the per-allocation cap of 2.0 MiB "
+                               "(--max_allocation_bytes)"));
+  r = Graphrun({"run", fill, "--fetch", "f", "--feed", "dims=[1500,1000]", "--memory_limit", "5M",
+                "--max_allocation_bytes=8M"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err,
+              HasSubstr("6000000 bytes (5.7 MiB) more would take this process's tensors to"));
+  ExpectOutput({"run", fill, "--fetch", "f", "--feed", "dims=[2,2]", "--memory_limit=64M"},
+               "f:0 = Tensor<float, [2,2]: 1 1 1 1>\n");
+  Result bad = Graphrun({"run", fill, "--fetch", "f", "--memory_limit=lots"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, StartsWith("InvalidArgument: --memory_limit=lots: expected bytes"));
+}
+
 TEST(GraphrunCliTest, UnreachableGrpcTargetIsUnavailable) {
   // grpc:// targets go to a master (docs/distributed.md); nothing listens here.
   Result r = Graphrun({"run", Example("affine.pbtxt"), "--fetch", "y", "--feed", "x=[[1,1,1]]",

@@ -1,13 +1,16 @@
 // graphrun: the command-line front end. Each subcommand is one row of
 // kSubcommands; `graphrun help` lists them. Exit codes: 0 success, 1
 // failure, 2 usage error (docs/cli.md).
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "distributed/rpc/grpc_session.h"
+#include "graph/memory_budget.h"
 #include "graph/status.h"
 #include "tools/cluster_command.h"
 #include "tools/flags.h"
@@ -42,6 +45,9 @@ std::string MainUsage() {
   std::string out =
       "usage: graphrun SUBCOMMAND [args]\n"
       "       graphrun help [SUBCOMMAND]\n\n"
+      "every subcommand also takes --memory_limit=SIZE (all tensors of the process; default 80%\n"
+      "of physical memory) and --max_allocation_bytes=SIZE (one tensor; default half the\n"
+      "limit): SIZE is bytes, 512M, 8G or a percentage of physical memory\n\n"
       "subcommands:\n";
   for (const Subcommand& c : kSubcommands) {
     absl::StrAppend(&out, "  ", c.name, std::string(10 - std::string(c.name).size(), ' '),
@@ -62,7 +68,55 @@ int UsageError(const std::string& msg) {
   return kExitUsage;
 }
 
-int Main(const std::vector<std::string>& args) {
+// The memory flags every subcommand takes (graph/memory_budget.h):
+// --memory_limit and --max_allocation_bytes, removed from `args`. Given,
+// they are also exported (GRAPHRUN_MEMORY_LIMIT,
+// GRAPHRUN_MAX_ALLOCATION_BYTES) so that task processes a command starts
+// have the same budget; absent, those variables are read.
+absl::Status ApplyMemoryFlags(std::vector<std::string>* args) {
+  struct Limit {
+    const char* flag;
+    const char* env;
+    int64_t value = 0;
+  } limits[] = {{"memory_limit", "GRAPHRUN_MEMORY_LIMIT"},
+                {"max_allocation_bytes", "GRAPHRUN_MAX_ALLOCATION_BYTES"}};
+  for (Limit& l : limits) {
+    std::string text;
+    bool given = false;
+    const std::string eq = absl::StrCat("--", l.flag, "=");
+    const std::string bare = absl::StrCat("--", l.flag);
+    for (size_t i = 0; i < args->size();) {
+      std::string& a = (*args)[i];
+      if (absl::StartsWith(a, eq)) {
+        text = a.substr(eq.size());
+        given = true;
+        args->erase(args->begin() + i);
+      } else if (a == bare) {
+        if (i + 1 >= args->size()) {
+          return absl::InvalidArgumentError(absl::StrCat(bare, ": missing value"));
+        }
+        text = (*args)[i + 1];
+        given = true;
+        args->erase(args->begin() + i, args->begin() + i + 2);
+      } else {
+        ++i;
+      }
+    }
+    if (!given) {
+      const char* env = std::getenv(l.env);
+      if (env == nullptr || *env == '\0') continue;
+      text = env;
+    }
+    GR_ASSIGN_OR_RETURN(l.value, ParseMemorySize(text, l.flag));
+    if (given) setenv(l.env, text.c_str(), 1);
+  }
+  SetMemoryLimits(limits[0].value, limits[1].value);
+  return absl::OkStatus();
+}
+
+int Main(std::vector<std::string> args) {
+  if (absl::Status s = ApplyMemoryFlags(&args); !s.ok())
+    return UsageError(std::string(s.message()));
   if (args.empty()) {
     return UsageError("missing subcommand; run 'graphrun help' for usage");
   }

@@ -17,7 +17,9 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "graph/memory_budget.h"
 #include "graph/proto/tensor.pb.h"
+#include "graph/status.h"
 
 namespace graphrun {
 namespace distributed {
@@ -130,11 +132,18 @@ absl::Status WriteAllV(int fd, iovec* iov, int n) {
 absl::StatusOr<Tensor> AllocateReceiveTensor(DataType dtype, const TensorShape& shape,
                                              uint64_t bytes) {
   constexpr uint64_t kHuge = uint64_t{2} << 20;
-  if (bytes < kHuge) return Tensor(dtype, shape);
+  if (bytes < kHuge) return Tensor::Allocate(dtype, shape, "a received tensor: ");
+  // Counted in the process's memory budget like any tensor.
+  const int64_t counted = static_cast<int64_t>(bytes);
+  GR_RETURN_IF_ERROR(
+      memory_internal::Reserve(counted, /*checked=*/true,
+                               absl::StrCat("a received ", DataTypeString(dtype),
+                                            " tensor of shape ", shape.DebugString())));
   const uint64_t len = (bytes + kHuge - 1) / kHuge * kHuge;
   void* raw =
       mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) {
+    memory_internal::Release(counted);
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate ", bytes, " bytes for a received tensor"));
   }
@@ -146,8 +155,11 @@ absl::StatusOr<Tensor> AllocateReceiveTensor(DataType dtype, const TensorShape& 
   char* end = base + len + kHuge;
   if (end > aligned + len) munmap(aligned + len, end - (aligned + len));
   madvise(aligned, len, MADV_HUGEPAGE);
-  auto buffer = std::make_shared<TensorBuffer>(aligned, static_cast<size_t>(bytes),
-                                               [aligned, len] { munmap(aligned, len); });
+  auto buffer =
+      std::make_shared<TensorBuffer>(aligned, static_cast<size_t>(bytes), [aligned, len, counted] {
+        munmap(aligned, len);
+        memory_internal::Release(counted);
+      });
   return Tensor(dtype, shape, std::move(buffer), aligned);
 }
 

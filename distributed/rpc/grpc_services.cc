@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "distributed/rpc/grpc_util.h"
 
 namespace graphrun {
@@ -24,12 +25,21 @@ absl::Status Wait(grpc::ServerContext* ctx, CallOptions* opts,
     absl::Status status;
   };
   auto st = std::make_shared<State>();
-  start([st](const absl::Status& s) {
-    std::lock_guard<std::mutex> l(st->mu);
-    st->status = s;
-    st->done = true;
-    st->cv.notify_all();
-  });
+  // A throw from the handler (an allocation outside the memory budget, a
+  // library's exception) answers with a Status, never gRPC's "Unknown:
+  // Unexpected error in RPC handling".
+  try {
+    start([st](const absl::Status& s) {
+      std::lock_guard<std::mutex> l(st->mu);
+      st->status = s;
+      st->done = true;
+      st->cv.notify_all();
+    });
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory handling the request (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("handling the request: ", e.what()));
+  }
   std::unique_lock<std::mutex> l(st->mu);
   bool cancelled = false;
   while (!st->done) {

@@ -7,10 +7,13 @@
 #include "absl/strings/match.h"
 #include "distributed/local_cluster.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
+#include "distributed/rpc/grpc_session.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "runtime/session.h"
 
 namespace graphrun {
 namespace distributed {
@@ -132,6 +135,38 @@ TEST_F(BadRpcTest, OversizedRequestIsRejected) {
   auto ctx = Ctx();
   grpc::Status s = big_stub->RegisterGraph(ctx.get(), req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  ExpectStillServing();
+}
+
+// A step asking for more memory than the task has: the client gets
+// ResourceExhausted naming the node and the bytes (not "Unknown: Unexpected
+// error in RPC handling"), and the task keeps serving.
+TEST_F(BadRpcTest, HugeAllocationIsResourceExhaustedAndTheTaskServesOn) {
+  RegisterGrpcSession();
+  tensorflow::GraphDef def;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"(
+node { name: "dims" op: "Placeholder" attr { key: "dtype" value { type: DT_INT64 } } }
+node { name: "v" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 2 } } } }
+node { name: "f" op: "Fill" input: "dims" input: "v" attr { key: "T" value { type: DT_FLOAT } }
+  attr { key: "index_type" value { type: DT_INT64 } } })",
+                                                            &def));
+  SessionOptions so;
+  so.target = cluster_->target("worker", 0);
+  auto session = NewSession(so);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Create(def).ok());
+  auto huge = (*session)->Run(
+      {{"dims", Tensor::FromVector<int64_t>({1000000, 1000000}, TensorShape({2}))}}, {"f"}, {});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+  EXPECT_THAT(std::string(huge.status().message()),
+              HasSubstr("node 'f' (op Fill): output 0: cannot allocate a float tensor of shape "
+                        "[1000000,1000000]: 4000000000000 bytes"));
+  auto small =
+      (*session)->Run({{"dims", Tensor::FromVector<int64_t>({2, 3}, TensorShape({2}))}}, {"f"}, {});
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ((*small)[0].shape(), TensorShape({2, 3}));
+  EXPECT_EQ((*small)[0].base<float>()[5], 2.f);
   ExpectStillServing();
 }
 
