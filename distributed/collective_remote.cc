@@ -105,6 +105,7 @@ void RemoteCollectives::Run(const CollectiveArgs& args, const Tensor& input,
     }
   }
   absl::Status aborted;
+  int64_t became_busy = 0;  // a generation: the first run in flight
   {
     std::lock_guard<std::mutex> l(mu_);
     aborted = aborted_;
@@ -112,6 +113,7 @@ void RemoteCollectives::Run(const CollectiveArgs& args, const Tensor& input,
       st->run = next_run_[{args.group_key, args.instance_key, args.device}]++;
       st->prefix = absl::StrCat(kBuf, args.group_key, ";", args.instance_key, ";", st->run, ";");
       running_.insert(st);
+      if (running_.size() == 1 && health_ != nullptr) became_busy = ++watch_generation_;
       if (args.timeout_seconds > 0) {
         deadlines_.emplace(Clock::now() + std::chrono::microseconds(
                                               static_cast<int64_t>(args.timeout_seconds * 1e6)),
@@ -120,6 +122,7 @@ void RemoteCollectives::Run(const CollectiveArgs& args, const Tensor& input,
       }
     }
   }
+  if (became_busy > 0) WatchPeers(became_busy);
   if (!aborted.ok()) {
     Finish(st, aborted);
     return;
@@ -344,6 +347,28 @@ void RemoteCollectives::SegmentDone(std::shared_ptr<RunState> st) {
   if (st->segments_left.fetch_sub(1) == 1) Finish(st, absl::OkStatus());
 }
 
+void RemoteCollectives::WatchPeers(int64_t generation) {
+  std::vector<std::string> peers;
+  for (const std::string& t : workers_->ListTasks()) {
+    if (t != task_) peers.push_back(t);
+  }
+  HealthMonitor::Watch w = health_->WatchTasks(peers, [this](const absl::Status& why) {
+    bool busy;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      busy = !running_.empty();
+    }
+    if (busy) AbortAll(why);
+  });
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (generation == watch_generation_) {
+      std::swap(watch_, w);  // still busy since: keep it
+    }
+  }
+  w.Cancel();  // (a stale one, outside mu_)
+}
+
 void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status) {
   std::vector<std::shared_ptr<CallOptions>> fetches;
   {
@@ -352,10 +377,16 @@ void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status
     st->finished = true;
     fetches.swap(st->fetches);
   }
+  HealthMonitor::Watch idle;  // cancelled after mu_ is released
   {
     std::lock_guard<std::mutex> l(mu_);
     running_.erase(st);
+    if (running_.empty()) {
+      ++watch_generation_;
+      idle = std::move(watch_);
+    }
   }
+  idle.Cancel();
   if (st->cancel != nullptr && st->token >= 0) st->cancel->DeregisterCallback(st->token);
   if (!status.ok()) {
     // As TensorFlow's collective executor: one failure aborts every

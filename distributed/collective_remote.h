@@ -51,6 +51,7 @@
 #include <tuple>
 #include <vector>
 
+#include "distributed/health.h"
 #include "distributed/worker_interface.h"
 #include "kernels/collective.h"
 
@@ -84,6 +85,10 @@ class RemoteCollectives final : public CollectiveExecutor {
   // stopping, or a run failed: one failure aborts every collective of the
   // task, as TensorFlow's); later calls fail at once.
   void AbortAll(const absl::Status& why);
+  // While collectives run, the other tasks are watched with `health`'s
+  // heartbeats: one found dead aborts them all (AbortAll naming it).
+  // Set before the first Run; may be null.
+  void set_health(HealthMonitor* health) { health_ = health; }
   // Waits (up to `timeout_ms`) until peers took every piece this task
   // published: a task that finished its last collective stays to serve
   // them before it stops.
@@ -123,6 +128,9 @@ class RemoteCollectives final : public CollectiveExecutor {
   void SegmentDone(std::shared_ptr<RunState> st);
   static bool Finished(const std::shared_ptr<RunState>& st);
   void Finish(std::shared_ptr<RunState> st, absl::Status status);
+  // Heartbeats to every other task while runs are in flight (from the
+  // run that made this generation busy).
+  void WatchPeers(int64_t generation);
   // Publishes `value` under `key` in this task's table.
   void Put(const std::string& key, Tensor value);
   // Fetches `key` from the task of `rank`'s device.
@@ -155,6 +163,9 @@ class RemoteCollectives final : public CollectiveExecutor {
   std::map<std::string, Waiter> waiters_;
   std::set<std::string> cancelled_keys_;  // fetches cancelled before they waited
   std::set<std::shared_ptr<RunState>> running_;
+  HealthMonitor* health_ = nullptr;
+  HealthMonitor::Watch watch_;  // while running_ is not empty
+  int64_t watch_generation_ = 0;
   std::multimap<Clock::time_point, std::weak_ptr<RunState>> deadlines_;
   std::condition_variable timer_cv_;
   std::condition_variable drained_cv_;  // buffers_ became empty

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "distributed/call_group_internal.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/health.h"
 #include "graph/graph.h"
 #include "graph/node_def_util.h"
 #include "graph/status.h"
@@ -384,6 +385,21 @@ absl::Status MasterSession::Run(CallOptions* opts, const RunStepRequest& request
     running_[step_id] = cancel_step;
   }
   if (opts != nullptr) opts->SetCancelCallback(cancel_step);
+  // A task of the step found dead (heartbeats) fails the step at once,
+  // naming it: the other tasks' partitions are cancelled and cleaned up.
+  auto death = std::make_shared<std::pair<std::mutex, absl::Status>>();
+  HealthMonitor::Watch watch;
+  if (env_->health != nullptr) {
+    watch =
+        env_->health->WatchTasks(task_names, [death, cleanup, cancel_all](const absl::Status& s) {
+          {
+            std::lock_guard<std::mutex> l(death->first);
+            death->second = s;
+          }
+          cleanup();
+          cancel_all();
+        });
+  }
   for (int i = 0; i < n; ++i) {
     plan->tasks[i].worker->RunGraphAsync(
         &calls->opts[i], calls->reqs[i], &calls->resps[i],
@@ -406,9 +422,14 @@ absl::Status MasterSession::Run(CallOptions* opts, const RunStepRequest& request
     cleanup();
   }
   if (opts != nullptr) opts->ClearCancelCallback();
+  watch.Cancel();
   {
     std::lock_guard<std::mutex> l(mu_);
     running_.erase(step_id);
+  }
+  {
+    std::lock_guard<std::mutex> l(death->first);
+    if (!death->second.ok() && !status.ok()) status = death->second;
   }
   if (!status.ok()) {
     if (cancelled->load()) {

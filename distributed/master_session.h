@@ -29,6 +29,8 @@
 namespace graphrun {
 namespace distributed {
 
+class HealthMonitor;
+
 struct MasterEnv {
   std::string task;  // the master's own task; its CPU:0 is the default device
   WorkerCacheInterface* worker_cache = nullptr;
@@ -36,6 +38,8 @@ struct MasterEnv {
   const KernelRegistry* kernel_registry = nullptr;
   // Deadline of control calls (GetStatus, RegisterGraph, ...).
   int64_t control_timeout_ms = 20000;
+  // Heartbeats to the tasks of running steps; null: none.
+  HealthMonitor* health = nullptr;
 };
 
 class MasterSession {

@@ -39,6 +39,14 @@ class WorkerInterface {
 
   virtual void GetStatusAsync(const GetStatusRequest& request, GetStatusResponse* response,
                               StatusCallback done) = 0;
+  // A liveness probe (distributed/health.h): OK when the task answers
+  // within `timeout_ms`. In process: GetStatus.
+  virtual void HeartbeatAsync(int64_t timeout_ms, StatusCallback done) {
+    auto req = std::make_shared<GetStatusRequest>();
+    auto resp = std::make_shared<GetStatusResponse>();
+    GetStatusAsync(*req, resp.get(),
+                   [req, resp, done = std::move(done)](const absl::Status& s) { done(s); });
+  }
   // AlreadyExists if the handle is taken on this task.
   virtual void CreateWorkerSessionAsync(const CreateWorkerSessionRequest& request,
                                         CreateWorkerSessionResponse* response,

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <iostream>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -84,6 +85,16 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
       std::make_unique<RemoteCollectives>(s->task_name_, s->worker_cache_.get(),
                                           RemoteCollectives::LeaderOf(options.cluster.TaskNames()));
   s->worker_env_.collectives = s->collectives_.get();
+  if (options.heartbeat_interval_ms < 0 || options.heartbeat_misses < 1) {
+    return absl::InvalidArgumentError(
+        "heartbeat_interval_ms must be >= 0 and heartbeat_misses >= 1");
+  }
+  HealthOptions ho;
+  ho.interval_ms = options.heartbeat_interval_ms;
+  ho.misses = options.heartbeat_misses;
+  ho.self_task = s->task_name_;
+  s->health_ = std::make_unique<HealthMonitor>(ho, s->worker_cache_.get(), &std::cerr);
+  s->collectives_->set_health(s->health_.get());
   s->worker_ = std::make_unique<Worker>(&s->worker_env_);
   s->worker_cache_->SetLocalWorker(s->task_name_, s->worker_.get());
 
@@ -92,6 +103,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   s->master_env_.op_registry = ops;
   s->master_env_.kernel_registry = kernels;
   s->master_env_.control_timeout_ms = options.control_timeout_ms;
+  s->master_env_.health = s->health_.get();
   s->master_ = std::make_unique<Master>(&s->master_env_);
   s->worker_service_ =
       std::make_unique<GrpcWorkerService>(s->worker_.get(), options.recv_chunk_bytes);
@@ -105,6 +117,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
 
 GrpcServer::~GrpcServer() {
   Stop();
+  health_->Stop();  // (a server never started)
   // Sessions close before the worker and cache they use go away.
   master_.reset();
   worker_.reset();
@@ -178,6 +191,8 @@ void GrpcServer::Stop() {
     if (!started_ || stopped_) return;
     stopped_ = true;
   }
+  // A stopping task does not judge its peers.
+  health_->Stop();
   // Peers may still fetch the pieces of this task's last collective.
   collectives_->Drain(kCollectiveDrainMs);
   worker_->AbortAll(absl::UnavailableError(absl::StrCat("task ", task_name_, " is stopping")));

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/collective_remote.h"
+#include "distributed/health.h"
 #include "distributed/master.h"
 #include "distributed/rpc/data_channel.h"
 #include "distributed/rpc/grpc_util.h"
@@ -65,6 +66,10 @@ struct ServerOptions {
   // ResourceExhausted beyond it.
   int64_t max_recv_tensor_bytes = int64_t{8} << 30;
   int64_t control_timeout_ms = 20000;
+  // Heartbeats to the peers in use (distributed/health.h): every this many
+  // ms, a peer dead after this many unanswered in a row. 0: none.
+  int64_t heartbeat_interval_ms = 1000;
+  int heartbeat_misses = 3;
   // Serve only after UpdateCluster() (calls before get Unavailable).
   bool await_cluster = false;
   const OpRegistry* op_registry = nullptr;          // null = default
@@ -100,6 +105,7 @@ class GrpcServer {
 
   Worker* worker() { return worker_.get(); }
   RemoteCollectives* collectives() { return collectives_.get(); }
+  HealthMonitor* health() { return health_.get(); }
   Master* master() { return master_.get(); }
   DeviceMgr* device_mgr() { return device_mgr_.get(); }
 
@@ -110,6 +116,9 @@ class GrpcServer {
   std::string task_name_;
   std::unique_ptr<DeviceMgr> device_mgr_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
+  // Heartbeats (stopped first, in Stop()); destroyed last, after the
+  // watches the collectives and master sessions hold.
+  std::unique_ptr<HealthMonitor> health_;
   // Declared first: destroyed after the worker cache, whose late call
   // completions may still reach it.
   std::unique_ptr<RemoteCollectives> collectives_;

@@ -171,6 +171,12 @@ void GrpcWorkerClient::GetStatusAsync(const GetStatusRequest& request, GetStatus
                                       StatusCallback done) {
   Unary(GR_ASYNC(GetStatus), nullptr, control_timeout_ms_, request, response, std::move(done));
 }
+void GrpcWorkerClient::HeartbeatAsync(int64_t timeout_ms, StatusCallback done) {
+  auto req = std::make_shared<GetStatusRequest>();
+  auto resp = std::make_shared<GetStatusResponse>();
+  Unary(GR_ASYNC(GetStatus), nullptr, timeout_ms, *req, resp.get(),
+        [req, resp, done = std::move(done)](const absl::Status& s) { done(s); });
+}
 void GrpcWorkerClient::CreateWorkerSessionAsync(const CreateWorkerSessionRequest& request,
                                                 CreateWorkerSessionResponse* response,
                                                 StatusCallback done) {

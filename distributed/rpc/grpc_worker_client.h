@@ -34,6 +34,8 @@ class GrpcWorkerClient : public WorkerInterface {
 
   void GetStatusAsync(const GetStatusRequest& request, GetStatusResponse* response,
                       StatusCallback done) override;
+  // GetStatus with `timeout_ms` as its deadline.
+  void HeartbeatAsync(int64_t timeout_ms, StatusCallback done) override;
   void CreateWorkerSessionAsync(const CreateWorkerSessionRequest& request,
                                 CreateWorkerSessionResponse* response,
                                 StatusCallback done) override;
