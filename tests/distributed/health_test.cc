@@ -180,7 +180,9 @@ TEST(HealthTest, StoppedPsFailsTheStepWithinFiveSecondsNamingIt) {
                                      " is unreachable: 3 heartbeats in a row went "
                                      "unanswered (every 1000 ms")));
   EXPECT_GT(f.seconds_after_fault, 0);
-  if (kTimed) EXPECT_LT(f.seconds_after_fault, 5.0);
+  if (kTimed) {
+    EXPECT_LT(f.seconds_after_fault, 5.0);
+  }
   std::cout << "SIGSTOP of the PS: the step failed after " << f.seconds_after_fault << " s\n";
   // The worker said so on stderr, as one line.
   const std::string log = ReadAll(tasks.worker().log_file);
@@ -205,7 +207,9 @@ TEST(HealthTest, KilledPsFailsTheStepWithinFiveSecondsNamingIt) {
   EXPECT_EQ(f.status.code(), absl::StatusCode::kUnavailable) << f.status;
   EXPECT_THAT(std::string(f.status.message()), HasSubstr(kPs));
   EXPECT_GT(f.seconds_after_fault, 0);
-  if (kTimed) EXPECT_LT(f.seconds_after_fault, 5.0);
+  if (kTimed) {
+    EXPECT_LT(f.seconds_after_fault, 5.0);
+  }
   std::cout << "SIGKILL of the PS: the step failed after " << f.seconds_after_fault << " s\n";
 }
 
