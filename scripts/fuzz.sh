@@ -1,18 +1,45 @@
 #!/usr/bin/env bash
-# Builds the GraphDef fuzzer with clang's libFuzzer + ASan and runs it for
-# $1 seconds (default 60) over tests/fuzz/corpus. Fails on any crash.
+# Builds the libFuzzer targets (clang, libFuzzer + ASan) and runs each over
+# its seed corpus for a share of $1 seconds (default 60, at least 10 s
+# each). Fails on any crash, leak, timeout or sanitizer report.
+#   graphdef_fuzzer      GraphDef parsing, validation, placement, partitioning
+#   tensor_proto_fuzzer  TensorProto decoding (splats, lying sizes, huge shapes)
+#   idx_fuzzer           the IDX (MNIST) reader on corrupt files
+#   checkpoint_fuzzer    checkpoint index and data readers on corrupt files
+# FUZZ_RUNS=N instead runs each target for N executions (no time bound).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
 [[ "$secs" == 0 ]] && exit 0
+targets=(graphdef:corpus tensor_proto:corpus_tensor_proto idx:corpus_idx
+         checkpoint:corpus_checkpoint)
 # Own output base: the clang build never evicts the normal gcc build.
 ws=$(pwd | md5sum | cut -c1-8)  # one output base per checkout
 BZ=(bazel --output_base="$HOME/.cache/graphrun-fuzz-$ws")
-"${BZ[@]}" build --config=fuzz --experimental_convenience_symlinks=ignore \
-    //tests/fuzz:graphdef_fuzzer
-bin="$("${BZ[@]}" info --config=fuzz bazel-bin 2>/dev/null)/tests/fuzz/graphdef_fuzzer"
-work=$(mktemp -d)
-cp tests/fuzz/corpus/* "$work/"
-"$bin" -max_total_time="$secs" -timeout=10 \
-    -rss_limit_mb=4096 -print_final_stats=1 "$work" 2>&1 | tail -20
-echo "fuzz: ${secs}s without a crash"
+labels=()
+for t in "${targets[@]}"; do labels+=("//tests/fuzz:${t%%:*}_fuzzer"); done
+"${BZ[@]}" build --config=fuzz --experimental_convenience_symlinks=ignore "${labels[@]}"
+bindir="$("${BZ[@]}" info --config=fuzz bazel-bin 2>/dev/null)/tests/fuzz"
+each=$(( secs / ${#targets[@]} ))
+(( each < 10 )) && each=10
+for t in "${targets[@]}"; do
+  name="${t%%:*}_fuzzer"
+  work=$(mktemp -d)
+  cp "tests/fuzz/${t#*:}"/* "$work/"
+  if [[ -n "${FUZZ_RUNS:-}" ]]; then
+    bound=(-runs="$FUZZ_RUNS")
+  else
+    bound=(-max_total_time="$each")
+  fi
+  rc=0
+  "$bindir/$name" "${bound[@]}" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+      -artifact_prefix="$work/" "$work" > "$work.log" 2>&1 || rc=$?
+  grep -E "^stat::number_of_executed_units|^#[0-9]+ *DONE" "$work.log" || true
+  if (( rc != 0 )); then
+    tail -40 "$work.log"
+    echo "fuzz: $name failed (exit $rc); the input is in $work"
+    exit 1
+  fi
+  rm -rf "$work" "$work.log"
+  echo "fuzz: $name ran without a finding"
+done
