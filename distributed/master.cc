@@ -46,6 +46,21 @@ size_t Master::num_sessions() {
 
 void Master::CreateSessionAsync(const CreateSessionRequest& request,
                                 CreateSessionResponse* response, StatusCallback done) {
+  if (absl::Status g =
+          CheckGraphSize(env_->task, request.graph_def(), env_->limits.max_graph_nodes);
+      !g.ok()) {
+    done(g);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (static_cast<int64_t>(sessions_.size()) >= env_->limits.max_sessions) {
+      done(absl::ResourceExhaustedError(absl::StrCat(
+          "task ", env_->task, ": ", sessions_.size(),
+          " sessions are open, the most it allows (--max_sessions); close one first")));
+      return;
+    }
+  }
   std::string handle = NewSessionHandle();
   auto s = MasterSession::Create(env_, handle, request.graph_def(), request.config());
   if (!s.ok()) {
@@ -68,6 +83,12 @@ void Master::ExtendSessionAsync(const ExtendSessionRequest& request,
     done(s.status());
     return;
   }
+  if (absl::Status g =
+          CheckGraphSize(env_->task, request.graph_def(), env_->limits.max_graph_nodes);
+      !g.ok()) {
+    done(g);
+    return;
+  }
   auto v = (*s)->Extend(request.graph_def());
   if (!v.ok()) {
     done(v.status());
@@ -84,7 +105,16 @@ void Master::RunStepAsync(CallOptions* opts, const RunStepRequest& request,
     done(s.status());
     return;
   }
-  done((*s)->Run(opts, request, response));
+  if (running_steps_.fetch_add(1) >= env_->limits.max_concurrent_steps) {
+    const int64_t n = running_steps_.fetch_sub(1) - 1;
+    done(absl::ResourceExhaustedError(
+        absl::StrCat("task ", env_->task, ": ", n,
+                     " steps are running, the most it allows at once (--max_concurrent_steps)")));
+    return;
+  }
+  absl::Status ran = (*s)->Run(opts, request, response);
+  running_steps_.fetch_sub(1);
+  done(ran);
 }
 
 void Master::CloseSessionAsync(const CloseSessionRequest& request, CloseSessionResponse*,

@@ -6,6 +6,7 @@
 #ifndef GRAPHRUN_DISTRIBUTED_MASTER_H_
 #define GRAPHRUN_DISTRIBUTED_MASTER_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -42,6 +43,7 @@ class Master : public MasterInterface {
   absl::StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle);
 
   const MasterEnv* env_;
+  std::atomic<int64_t> running_steps_{0};
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions_;
 };

@@ -20,6 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "distributed/protos/master.pb.h"
+#include "distributed/worker_env.h"
 #include "distributed/worker_interface.h"
 #include "graph/op_registry.h"
 #include "graph/proto/config.pb.h"
@@ -40,6 +41,7 @@ struct MasterEnv {
   int64_t control_timeout_ms = 20000;
   // Heartbeats to the tasks of running steps; null: none.
   HealthMonitor* health = nullptr;
+  ServingLimits limits;
 };
 
 class MasterSession {

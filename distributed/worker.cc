@@ -87,6 +87,12 @@ void Worker::CreateWorkerSessionAsync(const CreateWorkerSessionRequest& request,
     return;
   }
   std::lock_guard<std::mutex> l(mu_);
+  if (static_cast<int64_t>(sessions_.size()) >= env_->limits.max_sessions) {
+    done(absl::ResourceExhaustedError(
+        absl::StrCat("task ", env_->task, ": ", sessions_.size(),
+                     " worker sessions are open, the most it allows (--max_sessions)")));
+    return;
+  }
   auto [it, inserted] = sessions_.emplace(request.session_handle(), nullptr);
   if (!inserted) {
     done(absl::AlreadyExistsError(absl::StrCat("task ", env_->task, ": worker session '",
@@ -129,6 +135,12 @@ void Worker::RegisterGraphAsync(const RegisterGraphRequest& request,
     done(mgr.status());
     return;
   }
+  if (absl::Status g =
+          CheckGraphSize(env_->task, request.graph_def(), env_->limits.max_graph_nodes);
+      !g.ok()) {
+    done(g);
+    return;
+  }
   auto handle = (*mgr)->Register(request.graph_def());
   if (!handle.ok()) {
     done(AnnotateStatus(handle.status(), absl::StrCat("task ", env_->task, ": ")));
@@ -159,6 +171,15 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
   if (!rendezvous.ok()) {
     done(rendezvous.status());
     return;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (static_cast<int64_t>(steps_.size()) >= env_->limits.max_concurrent_steps) {
+      done(absl::ResourceExhaustedError(absl::StrCat(
+          "task ", env_->task, ": ", steps_.size(),
+          " graphs are running, the most it allows at once (--max_concurrent_steps)")));
+      return;
+    }
   }
   auto step = std::make_shared<Step>();
   step->step_id = request.step_id();

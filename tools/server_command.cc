@@ -31,7 +31,13 @@ const FlagSet& ServerFlagSet() {
         .String("cpus", "N", "CPU devices of this task (default 1)")
         .String("intra_op_threads", "N", "threads inside one kernel (0: cores)")
         .String("inter_op_threads", "N", "threads running independent nodes (0: cores)")
-        .String("max_message_mb", "N", "largest gRPC message in MiB (default 1024)");
+        .String("max_message_mb", "N", "largest gRPC message in MiB (default 1024)")
+        .String("max_sessions", "N", "sessions open at once (default 1000)")
+        .String("max_concurrent_steps", "N", "steps running at once (default 1000)")
+        .String("max_graph_nodes", "N", "nodes of one graph (default 1048576)")
+        .String("heartbeat_interval_ms", "N",
+                "heartbeats to the peers in use every N ms (default 1000; 0: none)")
+        .String("heartbeat_misses", "N", "a peer is dead after N unanswered (default 3)");
     return f;
   }();
   return *kFlags;
@@ -74,6 +80,18 @@ absl::StatusOr<distributed::ServerOptions> ParseServerArgs(absl::Span<const std:
   o.inter_op_threads = static_cast<int>(inter);
   GR_ASSIGN_OR_RETURN(int64_t mb, flags.GetInt("max_message_mb", 1024, 1, 2047));
   o.max_message_bytes = mb << 20;
+  GR_ASSIGN_OR_RETURN(o.limits.max_sessions,
+                      flags.GetInt("max_sessions", o.limits.max_sessions, 1, int64_t{1} << 30));
+  GR_ASSIGN_OR_RETURN(
+      o.limits.max_concurrent_steps,
+      flags.GetInt("max_concurrent_steps", o.limits.max_concurrent_steps, 1, int64_t{1} << 30));
+  GR_ASSIGN_OR_RETURN(
+      o.limits.max_graph_nodes,
+      flags.GetInt("max_graph_nodes", o.limits.max_graph_nodes, 1, int64_t{1} << 40));
+  GR_ASSIGN_OR_RETURN(o.heartbeat_interval_ms,
+                      flags.GetInt("heartbeat_interval_ms", o.heartbeat_interval_ms, 0, 3600000));
+  GR_ASSIGN_OR_RETURN(int64_t misses, flags.GetInt("heartbeat_misses", 3, 1, 1000));
+  o.heartbeat_misses = static_cast<int>(misses);
   return o;
 }
 

@@ -85,6 +85,12 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
       std::make_unique<RemoteCollectives>(s->task_name_, s->worker_cache_.get(),
                                           RemoteCollectives::LeaderOf(options.cluster.TaskNames()));
   s->worker_env_.collectives = s->collectives_.get();
+  if (options.limits.max_sessions < 1 || options.limits.max_concurrent_steps < 1 ||
+      options.limits.max_graph_nodes < 1) {
+    return absl::InvalidArgumentError(
+        "max_sessions, max_concurrent_steps and max_graph_nodes must be >= 1");
+  }
+  s->worker_env_.limits = options.limits;
   if (options.heartbeat_interval_ms < 0 || options.heartbeat_misses < 1) {
     return absl::InvalidArgumentError(
         "heartbeat_interval_ms must be >= 0 and heartbeat_misses >= 1");
@@ -104,6 +110,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   s->master_env_.kernel_registry = kernels;
   s->master_env_.control_timeout_ms = options.control_timeout_ms;
   s->master_env_.health = s->health_.get();
+  s->master_env_.limits = options.limits;
   s->master_ = std::make_unique<Master>(&s->master_env_);
   s->worker_service_ =
       std::make_unique<GrpcWorkerService>(s->worker_.get(), options.recv_chunk_bytes);

@@ -70,6 +70,8 @@ struct ServerOptions {
   // ms, a peer dead after this many unanswered in a row. 0: none.
   int64_t heartbeat_interval_ms = 1000;
   int heartbeat_misses = 3;
+  // Sessions, concurrent steps and graph sizes this task serves at most.
+  ServingLimits limits;
   // Serve only after UpdateCluster() (calls before get Unavailable).
   bool await_cluster = false;
   const OpRegistry* op_registry = nullptr;          // null = default

@@ -1,10 +1,13 @@
 // Malformed and hostile worker RPCs are rejected with a clear status and the
 // server keeps serving: unknown handles, a bad GraphDef, a malformed
 // rendezvous key, undecodable bytes, and a request over the message limit.
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "distributed/local_cluster.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc/grpc_session.h"
@@ -168,6 +171,73 @@ node { name: "f" op: "Fill" input: "dims" input: "v" attr { key: "T" value { typ
   EXPECT_EQ((*small)[0].shape(), TensorShape({2, 3}));
   EXPECT_EQ((*small)[0].base<float>()[5], 2.f);
   ExpectStillServing();
+}
+
+// Sessions, concurrent steps and graph sizes have limits (ServerOptions
+// .limits; `graphrun server --max_sessions ...`): over one is
+// ResourceExhausted naming the task and the flag, and the task serves on.
+TEST(ServingLimitsTest, SessionsStepsAndGraphSizeAreBounded) {
+  RegisterGrpcSession();
+  LocalClusterOptions o;
+  o.jobs = {{"worker", 1}};
+  o.server.limits.max_sessions = 2;
+  o.server.limits.max_concurrent_steps = 1;
+  o.server.limits.max_graph_nodes = 4;
+  auto cluster = LocalCluster::Start(o);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  tensorflow::GraphDef blocking;  // a dequeue from a queue nobody fills
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"(
+node { name: "q" op: "FIFOQueueV2" attr { key: "component_types" value { list { type: DT_FLOAT } } } }
+node { name: "d" op: "QueueDequeueV2" input: "q"
+  attr { key: "component_types" value { list { type: DT_FLOAT } } } })",
+                                                            &blocking));
+  SessionOptions so;
+  so.target = (*cluster)->target("worker", 0);
+  auto a = NewSession(so);
+  auto b = NewSession(so);
+  auto c = NewSession(so);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  ASSERT_TRUE((*a)->Create(blocking).ok());
+  ASSERT_TRUE((*b)->Create(blocking).ok());
+  absl::Status third = (*c)->Create(blocking);
+  EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted) << third;
+  EXPECT_THAT(std::string(third.message()),
+              HasSubstr("2 sessions are open, the most it allows (--max_sessions)"));
+
+  tensorflow::GraphDef big = blocking;
+  for (int i = 0; i < 3; ++i) {
+    auto* n = big.add_node();
+    n->set_name(absl::StrCat("c", i));
+    n->set_op("NoOp");
+  }
+  ASSERT_TRUE((*b)->Close().ok());
+  auto d = NewSession(so);
+  ASSERT_TRUE(d.ok());
+  absl::Status too_big = (*d)->Create(big);
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kResourceExhausted) << too_big;
+  EXPECT_THAT(std::string(too_big.message()),
+              HasSubstr("a graph of 5 nodes is over the limit of 4 (--max_graph_nodes)"));
+
+  // One step at a time: while a's dequeue waits, another step is refused.
+  absl::Status blocked_status;
+  std::thread blocked([&] { blocked_status = (*a)->Run({}, {"d"}, {}).status(); });
+  auto e = NewSession(so);
+  ASSERT_TRUE(e.ok());
+  ASSERT_TRUE((*e)->Create(blocking).ok());
+  absl::Status refused;
+  for (int i = 0; i < 200; ++i) {  // until a's step is running
+    refused = (*e)->Run({}, {}, {"q"}).status();
+    if (!refused.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("1 steps are running, the most it allows at once "
+                        "(--max_concurrent_steps)"));
+  ASSERT_TRUE((*a)->Close().ok());  // cancels the dequeue
+  blocked.join();
+  EXPECT_FALSE(blocked_status.ok());
+  EXPECT_TRUE((*e)->Run({}, {}, {"q"}).ok());
 }
 
 }  // namespace
