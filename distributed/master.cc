@@ -44,6 +44,17 @@ size_t Master::num_sessions() {
   return sessions_.size();
 }
 
+size_t Master::num_plans() {
+  std::vector<std::shared_ptr<MasterSession>> all;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [h, s] : sessions_) all.push_back(s);
+  }
+  size_t n = 0;
+  for (auto& s : all) n += s->num_plans();
+  return n;
+}
+
 void Master::CreateSessionAsync(const CreateSessionRequest& request,
                                 CreateSessionResponse* response, StatusCallback done) {
   if (absl::Status g =

@@ -38,6 +38,8 @@ class Master : public MasterInterface {
                   StatusCallback done) override;
 
   size_t num_sessions();
+  // Plans cached by all sessions (tests).
+  size_t num_plans();
 
  private:
   absl::StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle);

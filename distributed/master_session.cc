@@ -214,7 +214,10 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::GetOrCreateP
     std::lock_guard<std::mutex> l(mu_);
     if (closed_) return absl::CancelledError("session is closed");
     auto it = plans_.find(key);
-    if (it != plans_.end()) return it->second;
+    if (it != plans_.end()) {
+      it->second->last_used.store(plan_clock_.fetch_add(1) + 1);
+      return it->second;
+    }
     def = graph_def_;
   }
   // The master task's first device hosts feeds, fetches and unplaced nodes.
@@ -290,8 +293,28 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::GetOrCreateP
     DeregisterPlans(std::move(partial));
     return err;
   }
-  std::lock_guard<std::mutex> l(mu_);
-  plans_[key] = plan;
+  plan->last_used.store(plan_clock_.fetch_add(1) + 1);
+  absl::flat_hash_map<std::string, std::shared_ptr<Plan>> evicted;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    plans_[key] = plan;
+    while (static_cast<int64_t>(plans_.size()) >
+           std::max<int64_t>(1, env_->limits.max_plans_per_session)) {
+      auto oldest = plans_.end();
+      for (auto it = plans_.begin(); it != plans_.end(); ++it) {
+        if (it->second != plan &&
+            (oldest == plans_.end() || it->second->last_used < oldest->second->last_used)) {
+          oldest = it;
+        }
+      }
+      if (oldest == plans_.end()) break;
+      evicted.insert(*oldest);
+      plans_.erase(oldest);
+    }
+  }
+  // A step still running on an evicted plan keeps its executors until it
+  // ends (GraphMgr).
+  if (!evicted.empty()) DeregisterPlans(std::move(evicted));
   return plan;
 }
 

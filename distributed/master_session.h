@@ -11,6 +11,7 @@
 #ifndef GRAPHRUN_DISTRIBUTED_MASTER_SESSION_H_
 #define GRAPHRUN_DISTRIBUTED_MASTER_SESSION_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -78,6 +79,7 @@ class MasterSession {
   struct Plan {
     std::vector<TaskGraph> tasks;
     DataTypeVector feed_types, fetch_types;
+    std::atomic<uint64_t> last_used{0};  // for the cache's eviction
   };
 
   MasterSession(const MasterEnv* env, std::string handle) : env_(env), handle_(std::move(handle)) {}
@@ -85,10 +87,20 @@ class MasterSession {
                                                         const std::vector<std::string>& fetches,
                                                         const std::vector<std::string>& targets);
   absl::Status EnsureWorkerSession(const std::string& task, WorkerInterface* worker);
+
+ public:
+  // Plans cached now (tests).
+  size_t num_plans() {
+    std::lock_guard<std::mutex> l(mu_);
+    return plans_.size();
+  }
+
+ private:
   void DeregisterPlans(absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans);
 
   const MasterEnv* const env_;
   const std::string handle_;
+  std::atomic<uint64_t> plan_clock_{0};
   tensorflow::ConfigProto config_;
   // Devices of the tasks this session uses, and their tasks (sorted).
   std::vector<DeviceAttributesProto> devices_;

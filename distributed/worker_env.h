@@ -22,11 +22,17 @@ class RemoteCollectives;
 
 // What one task serves at most; over a limit is ResourceExhausted naming
 // the task, the count and the flag. (ServerOptions; `graphrun server`
-// --max_sessions, --max_concurrent_steps, --max_graph_nodes.)
+// --max_sessions, --max_concurrent_steps, --max_graph_nodes,
+// --max_plans_per_session.)
 struct ServingLimits {
   int64_t max_sessions = 1000;          // master sessions, and worker sessions
   int64_t max_concurrent_steps = 1000;  // master RunStep calls, and worker RunGraph calls
   int64_t max_graph_nodes = 1 << 20;    // one graph (CreateSession, Extend, RegisterGraph)
+  // Plans (registered graphs) one master session keeps, one per (feeds,
+  // fetches, targets) signature; beyond it the least recently used is
+  // deregistered, so a client cycling through signatures cannot grow the
+  // tasks without end.
+  int64_t max_plans_per_session = 256;
 };
 
 // ResourceExhausted when `def` has more than `max_nodes` nodes.

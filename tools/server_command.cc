@@ -35,6 +35,8 @@ const FlagSet& ServerFlagSet() {
         .String("max_sessions", "N", "sessions open at once (default 1000)")
         .String("max_concurrent_steps", "N", "steps running at once (default 1000)")
         .String("max_graph_nodes", "N", "nodes of one graph (default 1048576)")
+        .String("max_plans_per_session", "N",
+                "step signatures a session keeps planned (default 256; least recently used go)")
         .String("heartbeat_interval_ms", "N",
                 "heartbeats to the peers in use every N ms (default 1000; 0: none)")
         .String("heartbeat_misses", "N", "a peer is dead after N unanswered (default 3)");
@@ -88,6 +90,9 @@ absl::StatusOr<distributed::ServerOptions> ParseServerArgs(absl::Span<const std:
   GR_ASSIGN_OR_RETURN(
       o.limits.max_graph_nodes,
       flags.GetInt("max_graph_nodes", o.limits.max_graph_nodes, 1, int64_t{1} << 40));
+  GR_ASSIGN_OR_RETURN(
+      o.limits.max_plans_per_session,
+      flags.GetInt("max_plans_per_session", o.limits.max_plans_per_session, 1, int64_t{1} << 20));
   GR_ASSIGN_OR_RETURN(o.heartbeat_interval_ms,
                       flags.GetInt("heartbeat_interval_ms", o.heartbeat_interval_ms, 0, 3600000));
   GR_ASSIGN_OR_RETURN(int64_t misses, flags.GetInt("heartbeat_misses", 3, 1, 1000));

@@ -86,9 +86,10 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
                                           RemoteCollectives::LeaderOf(options.cluster.TaskNames()));
   s->worker_env_.collectives = s->collectives_.get();
   if (options.limits.max_sessions < 1 || options.limits.max_concurrent_steps < 1 ||
-      options.limits.max_graph_nodes < 1) {
+      options.limits.max_graph_nodes < 1 || options.limits.max_plans_per_session < 1) {
     return absl::InvalidArgumentError(
-        "max_sessions, max_concurrent_steps and max_graph_nodes must be >= 1");
+        "max_sessions, max_concurrent_steps, max_graph_nodes and max_plans_per_session must be >= "
+        "1");
   }
   s->worker_env_.limits = options.limits;
   if (options.heartbeat_interval_ms < 0 || options.heartbeat_misses < 1) {

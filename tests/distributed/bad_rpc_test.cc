@@ -240,6 +240,43 @@ node { name: "d" op: "QueueDequeueV2" input: "q"
   EXPECT_TRUE((*e)->Run({}, {}, {"q"}).ok());
 }
 
+// A client cycling through step signatures: the session keeps at most
+// max_plans_per_session plans, evicting the least recently used, and the
+// evicted signatures still run (planned again).
+TEST(ServingLimitsTest, PlanCacheIsBounded) {
+  RegisterGrpcSession();
+  LocalClusterOptions o;
+  o.jobs = {{"worker", 1}};
+  o.server.limits.max_plans_per_session = 3;
+  auto cluster = LocalCluster::Start(o);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  tensorflow::GraphDef def;
+  for (int i = 0; i < 6; ++i) {
+    auto* n = def.add_node();
+    n->set_name(absl::StrCat("c", i));
+    n->set_op("Const");
+    (*n->mutable_attr())["dtype"].set_type(tensorflow::DT_INT32);
+    auto* t = (*n->mutable_attr())["value"].mutable_tensor();
+    t->set_dtype(tensorflow::DT_INT32);
+    t->add_int_val(i);
+  }
+  SessionOptions so;
+  so.target = (*cluster)->target("worker", 0);
+  auto s = NewSession(so);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->Create(def).ok());
+  Master* master = (*cluster)->server("worker", 0)->master();
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 6; ++i) {
+      auto r = (*s)->Run({}, {absl::StrCat("c", i)}, {});
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ((*r)[0].scalar<int32_t>(), i);
+      EXPECT_LE(master->num_plans(), 3u);
+    }
+  }
+  EXPECT_EQ(master->num_plans(), 3u);
+}
+
 }  // namespace
 }  // namespace distributed
 }  // namespace graphrun
