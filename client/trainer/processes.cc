@@ -1,3 +1,4 @@
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -192,6 +193,21 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
   while (!r.ok() && died.empty() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     scan();
+  }
+  if (!r.ok() && died.empty()) {
+    // A task that is still running but stopped answering (stopped, hung,
+    // cut off): the heartbeats named it. It is lost to the run: killed,
+    // and the cluster restarted like for a task that died.
+    std::lock_guard<std::mutex> l(children_mu);
+    for (ChildProcess& child : children) {
+      if (child.pid <= 0) continue;
+      if (absl::StrContains(r.status().message(),
+                            absl::StrCat("task ", child.task, " is unreachable"))) {
+        kill(child.pid, SIGKILL);
+        died = child.task;
+        break;
+      }
+    }
   }
   if (!r.ok() && !died.empty()) {
     absl::Status why = r.status();

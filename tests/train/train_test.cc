@@ -361,11 +361,13 @@ TEST(TrainTest, DyingWorkerEndsTheRunNamingIt) {
   EXPECT_TRUE(ChildrenRunning("graphrun").empty());  // every task process stopped
 }
 
-// A PS process killed mid-run (one process per task): the command
-// restarts the cluster from the last checkpoint and trains to the target,
-// reporting one restart and the step it resumed from.
-void RecoversFromAKilledPs(bool sync) {
-  const std::string dir = TempDir(sync ? "recover_sync" : "recover");
+// A PS process killed mid-run (one process per task), or stopped (SIGSTOP:
+// it stays, silent, and the heartbeats find it): the command restarts the
+// cluster from the last checkpoint and trains to the target, reporting one
+// restart and the step it resumed from.
+void RecoversFromAKilledPs(bool sync, int signal = SIGKILL) {
+  const std::string dir =
+      TempDir(absl::StrCat(sync ? "recover_sync" : "recover", signal == SIGSTOP ? "_stop" : ""));
   TrainConfig c = Config(dir);
   c.sync = sync;
   c.steps = 1500;
@@ -375,7 +377,7 @@ void RecoversFromAKilledPs(bool sync) {
   std::vector<pid_t> ps = ChildrenRunning(" server ");
   ASSERT_EQ(ps.size(), 2u) << "the run ended before its step-200 checkpoint";
   const int64_t saved_before_kill = LatestStep(dir);
-  kill(ps[0], SIGKILL);
+  kill(ps[0], signal);
   ASSERT_TRUE(run.WaitFor(std::chrono::seconds(120)))
       << "the run did not end within 120 s of the kill";
   const absl::StatusOr<TrainResult>& r = run.result();
@@ -395,6 +397,13 @@ void RecoversFromAKilledPs(bool sync) {
 TEST(TrainTest, DeadPsIsRecoveredFromTheLastCheckpoint) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   RecoversFromAKilledPs(/*sync=*/false);
+}
+
+// A PS that stops answering without exiting (SIGSTOP): found by the
+// heartbeats, killed, and the cluster restarted from the last checkpoint.
+TEST(TrainTest, StoppedPsIsFoundByHeartbeatsAndRecovered) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RecoversFromAKilledPs(/*sync=*/false, SIGSTOP);
 }
 
 // The same in synchronous training: the new cluster's chief restores and
@@ -457,9 +466,8 @@ TEST(TrainTest, MirroredReachesAccuracyAndResumesOnMoreReplicas) {
 // chief's all-reduce fails naming it, the command restarts the job from
 // the last checkpoint (every worker restores it) and trains to exactly
 // the last step, at the accuracy bar.
-TEST(TrainTest, MultiWorkerMirroredRecoversFromAKilledWorker) {
-  if (!HaveData()) GTEST_SKIP() << "no " << kData;
-  const std::string dir = TempDir("multi_worker");
+void MultiWorkerRecovers(int signal) {
+  const std::string dir = TempDir(signal == SIGSTOP ? "multi_worker_stop" : "multi_worker");
   TrainConfig c = Config(dir);
   c.distribution = "multi_worker_mirrored";
   c.ps = 0;
@@ -471,7 +479,7 @@ TEST(TrainTest, MultiWorkerMirroredRecoversFromAKilledWorker) {
   std::vector<pid_t> workers = ChildrenRunning(" train ");
   ASSERT_EQ(workers.size(), 1u) << "the run ended before its step-200 checkpoint";
   const int64_t saved_before_kill = LatestStep(dir);
-  kill(workers[0], SIGKILL);
+  kill(workers[0], signal);
   ASSERT_TRUE(run.WaitFor(std::chrono::seconds(120)))
       << "the run did not end within 120 s of the kill";
   const absl::StatusOr<TrainResult>& r = run.result();
@@ -488,6 +496,20 @@ TEST(TrainTest, MultiWorkerMirroredRecoversFromAKilledWorker) {
   EXPECT_EQ(r->allreduce->replicas, 2);
   EXPECT_EQ(r->allreduce->algorithm, "ring");        // one 1 MiB pack
   EXPECT_TRUE(ChildrenRunning("graphrun").empty());  // every task process stopped
+}
+
+TEST(TrainTest, MultiWorkerMirroredRecoversFromAKilledWorker) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  MultiWorkerRecovers(SIGKILL);
+}
+
+// A worker that stops answering (SIGSTOP) while the chief waits in an
+// all-reduce: the chief's heartbeats find it, the all-reduce aborts naming
+// it, the stopped worker is killed and the job restarts from the last
+// checkpoint.
+TEST(TrainTest, MultiWorkerMirroredRecoversFromAStoppedWorker) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  MultiWorkerRecovers(SIGSTOP);
 }
 
 // Without a checkpoint to restart from, a killed worker ends the run at
