@@ -3,7 +3,9 @@
 // read a variable on the PS. When the PS stops answering (SIGSTOP) or dies
 // (SIGKILL), the step in flight fails within 5 s with Unavailable naming
 // the PS, and the worker reports it on stderr at once; heartbeats also
-// see a stopped task come back.
+// see a stopped task come back. A PS that restarts is a new incarnation:
+// the old session's steps are refused (Aborted, "the task may have
+// restarted"), a new session works.
 #include "distributed/health.h"
 
 #include <signal.h>
@@ -22,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "distributed/launcher_link.h"
 #include "distributed/local_cluster.h"
+#include "distributed/process_util.h"
 #include "distributed/rpc/grpc_session.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -211,6 +214,53 @@ TEST(HealthTest, KilledPsFailsTheStepWithinFiveSecondsNamingIt) {
     EXPECT_LT(f.seconds_after_fault, 5.0);
   }
   std::cout << "SIGKILL of the PS: the step failed after " << f.seconds_after_fault << " s\n";
+}
+
+// A PS that restarts (killed, started again on its port): it is a new
+// incarnation, and the old session's next step is refused naming the
+// restart instead of running against the new, empty task; a new session
+// works.
+TEST(HealthTest, RestartedPsIsANewIncarnationAndOldSessionsAreRefused) {
+  TwoTasks tasks;
+  ASSERT_TRUE(tasks.Start("restart").ok());
+  auto session = PsSession(tasks);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Run({}, {"read"}, {}).ok());
+  kill(tasks.ps().pid, SIGKILL);
+  int status = 0;
+  waitpid(tasks.ps().pid, &status, 0);
+  tasks.ps().pid = 0;
+  // The same task again, on the same port (the cluster names it).
+  ChildProcess again;
+  again.task = kPs;
+  again.log_file = LogFile("restart_ps_again");
+  auto pid = SpawnProcess(Graphrun(),
+                          {"server", "--cluster=" + tasks.cluster.ToJson(), "--job=ps", "--task=0",
+                           "--inter_op_threads=2", "--intra_op_threads=1"},
+                          {}, again.log_file);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  again.pid = *pid;
+  tasks.all.push_back(again);
+  // Until the new process listens the step fails as unreachable; after, it
+  // must fail because the task restarted.
+  absl::Status step = absl::UnknownError("not run");
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < deadline) {
+    step = (*session)->Run({}, {"read"}, {}).status();
+    if (!absl::IsUnavailable(step)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_FALSE(step.ok());
+  EXPECT_FALSE(absl::IsUnavailable(step)) << step;
+  EXPECT_THAT(std::string(step.message()), HasSubstr("restarted")) << step;
+  EXPECT_THAT(std::string(step.message()), HasSubstr(kPs)) << step;
+  std::cout << "the old session's step after the PS restarted: " << step << "\n";
+  // A new session initializes the new incarnation's variable and runs.
+  auto fresh = PsSession(tasks);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  auto r = (*fresh)->Run({}, {"read"}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].scalar<float>(), 1.f);
 }
 
 // The monitor itself, in process: a watch fires once for a task that stops
