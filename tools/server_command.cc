@@ -26,7 +26,10 @@ const FlagSet& ServerFlagSet() {
               "ClusterSpec {\"ps\": [\"host:port\"], ...} (else TF_CONFIG)")
         .String("job", "NAME", "this task's job (else TF_CONFIG task.type)")
         .String("task", "N", "this task's index (else TF_CONFIG task.index)")
-        .String("bind", "HOST", "address to listen on (default 127.0.0.1)")
+        .String("bind", "HOST",
+                "address to listen on (default: the task's cluster host if it is this "
+                "machine's, else 0.0.0.0)")
+        .Bool("insecure", "serve beyond loopback without credentials")
         .String("port", "N", "port to listen on (default: the task's port in the cluster)")
         .String("cpus", "N", "CPU devices of this task (default 1)")
         .String("intra_op_threads", "N", "threads inside one kernel (0: cores)")
@@ -71,7 +74,8 @@ absl::StatusOr<distributed::ServerOptions> ParseServerArgs(absl::Span<const std:
     return absl::InvalidArgumentError(absl::StrCat("server: task ", o.job, ":", o.task,
                                                    " is not in the cluster ", o.cluster.ToJson()));
   }
-  o.bind_host = flags.GetString("bind", "127.0.0.1");
+  o.bind_host = flags.GetString("bind", "");
+  o.insecure = flags.GetBool("insecure");
   GR_ASSIGN_OR_RETURN(int64_t port, flags.GetInt("port", -1, -1, 65535));
   o.port = static_cast<int>(port);
   GR_ASSIGN_OR_RETURN(int64_t cpus, flags.GetInt("cpus", 1, 1, 1024));
@@ -152,7 +156,7 @@ int ServerCommand(absl::Span<const std::string> args, std::ostream& out, std::os
     }
   }
   err << "graphrun server: task " << (*server)->task_name() << " listening on "
-      << options->bind_host << ":" << (*server)->bound_port() << std::endl;
+      << (*server)->bind_host() << ":" << (*server)->bound_port() << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);
   err << "graphrun server: task " << (*server)->task_name() << " stopping on signal " << sig

@@ -68,6 +68,10 @@ const FlagSet& TrainFlagSet() {
         .String("summary_dir", "DIR",
                 "TensorBoard event files: the chief's training scalars under DIR/train, an "
                 "evaluator's under DIR/eval")
+        .String("bind", "HOST",
+                "under TF_CONFIG: address to listen on (default: the task's cluster host if "
+                "it is this machine's, else 0.0.0.0)")
+        .Bool("insecure", "under TF_CONFIG: serve beyond loopback without credentials")
         .Bool("evaluator",
               "evaluate each new checkpoint of --checkpoint_dir on the test set (one JSON line "
               "each) until the chief's final one, instead of training")
@@ -219,6 +223,8 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   c.max_restarts = static_cast<int>(restarts);
   c.summary_dir = f.GetString("summary_dir", "");
   c.evaluator = f.GetBool("evaluator");
+  c.bind_host = f.GetString("bind", "");
+  c.insecure = f.GetBool("insecure");
   if (f.Has("eval_timeout_secs")) {
     if (!absl::SimpleAtod(f.GetString("eval_timeout_secs"), &c.eval_timeout_secs) ||
         !(c.eval_timeout_secs >= 0)) {
@@ -293,7 +299,10 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
       client::trainer::TfConfigTaskIs(*c, "ps")) {
     // A PS task of an external cluster only serves its variables.
     err << "graphrun train: TF_CONFIG names a ps task; serving it as `graphrun server`\n";
-    return ServerCommand({}, out, err);
+    std::vector<std::string> server_args;
+    if (!c->bind_host.empty()) server_args.push_back("--bind=" + c->bind_host);
+    if (c->insecure) server_args.push_back("--insecure");
+    return ServerCommand(server_args, out, err);
   }
   absl::StatusOr<TrainResult> r = client::trainer::Train(*c, c->json_only ? nullptr : &out);
   if (!r.ok()) {

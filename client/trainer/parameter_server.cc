@@ -292,6 +292,8 @@ distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
   so.task = task_index;
   so.intra_op_threads = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
   so.inter_op_threads = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
+  so.bind_host = c.bind_host;
+  so.insecure = c.insecure;
   return so;
 }
 

@@ -97,6 +97,11 @@ struct TrainConfig {
   // ("": the distributions above). `graphrun train` takes it from the
   // environment.
   std::string tf_config;
+  // Under tf_config: the host this task listens on ("": its cluster
+  // entry's if that is this machine's, else 0.0.0.0), and whether it may
+  // listen beyond loopback without credentials.
+  std::string bind_host;
+  bool insecure = false;
   // Set by another thread to stop training early (tests).
   const std::atomic<bool>* stop = nullptr;
 };

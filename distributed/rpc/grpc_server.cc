@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "distributed/rpc/bind_address.h"
 #include "distributed/rpc/grpc_services.h"
 #include "distributed/rpc/grpc_worker_client.h"
 #include "distributed/rpc/local_master.h"
@@ -134,9 +135,23 @@ GrpcServer::~GrpcServer() {
 absl::Status GrpcServer::Start() {
   std::lock_guard<std::mutex> l(mu_);
   if (started_) return absl::FailedPreconditionError("server already started");
+  const std::string own_address = *options_.cluster.Address(options_.job, options_.task);
+  options_.bind_host = ChooseBindHost(own_address, options_.bind_host);
+  if (!IsLoopbackHost(options_.bind_host)) {
+    if (!options_.insecure) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "task ", task_name_, " would listen on ", options_.bind_host, " (its cluster entry is ",
+          own_address,
+          "), beyond loopback, where anyone who reaches the port may run graphs on it; give "
+          "--insecure to serve without credentials anyway, or --bind=127.0.0.1"));
+    }
+    std::cerr << "graphrun: warning: task " << task_name_ << " listens on " << options_.bind_host
+              << " without credentials (--insecure): anyone who reaches the port can run graphs "
+                 "on it\n";
+  }
   int port = options_.port;
   if (port < 0) {
-    std::string address = *options_.cluster.Address(options_.job, options_.task);
+    std::string address = own_address;
     std::string port_text = address.substr(address.rfind(':') + 1);
     if (!absl::SimpleAtoi(port_text, &port)) {
       return absl::InvalidArgumentError(absl::StrCat("bad address ", address));

@@ -6,7 +6,11 @@
 //   ... server->target() == "grpc://127.0.0.1:PORT"
 //   server->Stop();                              // aborts steps, shuts down
 //
-// Binds 127.0.0.1 unless ServerOptions::bind_host says otherwise. Port:
+// Listens where its cluster entry says (distributed/rpc/bind_address.h:
+// the entry's host if it is an address of this machine, else the wildcard
+// address) unless ServerOptions::bind_host says otherwise. A server that
+// would listen beyond loopback refuses to start unless
+// ServerOptions::insecure (no credentials exist yet), and then warns. Port:
 // the task's address in the cluster spec, or ServerOptions::port when set
 // (0 = any free port, reported by bound_port()). With
 // ServerOptions::await_cluster, calls are answered Unavailable until
@@ -47,7 +51,10 @@ struct ServerOptions {
   ClusterSpec cluster;
   std::string job;
   int task = 0;
-  std::string bind_host = "127.0.0.1";
+  // "": from the task's cluster entry (bind_address.h).
+  std::string bind_host;
+  // Listen beyond loopback although no credentials protect the task.
+  bool insecure = false;
   // -1: the port of the task's address in `cluster`; 0: any free port.
   int port = -1;
   int num_cpus = 1;          // CPU devices of the task
@@ -94,6 +101,9 @@ class GrpcServer {
   void Join();
 
   int bound_port() const { return bound_port_; }
+  // The host it listens on (after Start: resolved from the cluster entry
+  // when not given).
+  const std::string& bind_host() const { return options_.bind_host; }
   // The data channel's port; 0 when it is off (or not started).
   int data_port() const;
   // RecvTensor calls this task made to peers, per path.
