@@ -31,6 +31,9 @@ struct SessionOptions {
   tensorflow::ConfigProto config;
   // "" (or "local") for an in-process session.
   std::string target;
+  // grpc:// targets: the cluster token sent with every call ("": the
+  // GRAPHRUN_AUTH_TOKEN environment variable, if set).
+  std::string auth_token;
   // Registries; null means the defaults.
   const OpRegistry* op_registry = nullptr;
   const KernelRegistry* kernel_registry = nullptr;

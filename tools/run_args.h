@@ -38,7 +38,8 @@ struct RunRequest {
   std::string save_npy_dir;       // "" = off
   std::string trace_path;         // "" = off
   std::string run_metadata_path;  // "" = off
-  std::string target;             // SessionOptions.target
+  std::string target;
+  std::string auth_token_file;  // "": GRAPHRUN_AUTH_TOKEN             // SessionOptions.target
   // --ps_tasks/--cluster/--strategy/--batch_size: place the graph on PS and
   // worker tasks, each mapped onto one local CPU device (docs/cli.md).
   PlacementFlags placement;

@@ -18,6 +18,7 @@
 #include "tools/npy.h"
 #include "tools/tensor_json.h"
 #include "tools/trace.h"
+#include "util/auth_token.h"
 
 namespace graphrun {
 namespace tools {
@@ -26,9 +27,10 @@ namespace {
 // Text output prints every value of tensors up to this size.
 constexpr int kTextMaxEntries = 1000;
 
-SessionOptions MakeSessionOptions(const RunRequest& req) {
+absl::StatusOr<SessionOptions> MakeSessionOptions(const RunRequest& req) {
   SessionOptions options;
   options.target = req.target;
+  GR_ASSIGN_OR_RETURN(options.auth_token, LoadAuthToken(req.auth_token_file));
   tensorflow::ConfigProto& config = options.config;
   for (const auto& [type, n] : req.device_count) (*config.mutable_device_count())[type] = n;
   config.set_allow_soft_placement(req.soft_placement);
@@ -95,7 +97,7 @@ absl::Status ExecuteRun(const RunRequest& req, std::ostream& out) {
     feeds.emplace_back(name, std::move(t));
   }
 
-  SessionOptions session_options = MakeSessionOptions(req);
+  GR_ASSIGN_OR_RETURN(SessionOptions session_options, MakeSessionOptions(req));
   if (req.placement.enabled()) {
     std::vector<std::string> step = req.fetches;
     step.insert(step.end(), req.targets.begin(), req.targets.end());

@@ -72,6 +72,8 @@ const FlagSet& TrainFlagSet() {
                 "under TF_CONFIG: address to listen on (default: the task's cluster host if "
                 "it is this machine's, else 0.0.0.0)")
         .Bool("insecure", "under TF_CONFIG: serve beyond loopback without credentials")
+        .String("auth_token_file", "FILE",
+                "under TF_CONFIG: the cluster token (else GRAPHRUN_AUTH_TOKEN)")
         .Bool("evaluator",
               "evaluate each new checkpoint of --checkpoint_dir on the test set (one JSON line "
               "each) until the chief's final one, instead of training")
@@ -225,6 +227,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   c.evaluator = f.GetBool("evaluator");
   c.bind_host = f.GetString("bind", "");
   c.insecure = f.GetBool("insecure");
+  c.auth_token_file = f.GetString("auth_token_file", "");
   if (f.Has("eval_timeout_secs")) {
     if (!absl::SimpleAtod(f.GetString("eval_timeout_secs"), &c.eval_timeout_secs) ||
         !(c.eval_timeout_secs >= 0)) {
@@ -302,6 +305,8 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     std::vector<std::string> server_args;
     if (!c->bind_host.empty()) server_args.push_back("--bind=" + c->bind_host);
     if (c->insecure) server_args.push_back("--insecure");
+    if (!c->auth_token_file.empty())
+      server_args.push_back("--auth_token_file=" + c->auth_token_file);
     return ServerCommand(server_args, out, err);
   }
   absl::StatusOr<TrainResult> r = client::trainer::Train(*c, c->json_only ? nullptr : &out);

@@ -294,6 +294,10 @@ distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
   so.inter_op_threads = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
   so.bind_host = c.bind_host;
   so.insecure = c.insecure;
+  if (!c.tf_config.empty()) {
+    // (A bad token file was reported when the flags were parsed.)
+    so.auth_token = distributed::LoadAuthToken(c.auth_token_file).value_or("");
+  }
   return so;
 }
 

@@ -102,6 +102,9 @@ struct TrainConfig {
   // listen beyond loopback without credentials.
   std::string bind_host;
   bool insecure = false;
+  // Under tf_config: the file holding the cluster token ("": the
+  // GRAPHRUN_AUTH_TOKEN environment variable, if set).
+  std::string auth_token_file;
   // Set by another thread to stop training early (tests).
   const std::atomic<bool>* stop = nullptr;
 };

@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   copts.max_message_bytes = options.max_message_bytes;
   copts.data_channel = options.data_channel;
   copts.data.max_tensor_bytes = options.max_recv_tensor_bytes;
+  copts.auth_token = options.auth_token;
   s->worker_cache_ = std::make_unique<GrpcWorkerCache>(options.cluster, copts);
 
   const OpRegistry* ops = options.op_registry ? options.op_registry : &DefaultOpRegistry();
@@ -117,7 +118,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   s->worker_service_ =
       std::make_unique<GrpcWorkerService>(s->worker_.get(), options.recv_chunk_bytes);
   s->master_service_ = std::make_unique<GrpcMasterService>(s->master_.get());
-  s->gate_ = std::make_unique<ServingGate>(s->task_name_);
+  s->gate_ = std::make_unique<ServingGate>(s->task_name_, options.auth_token);
   if (!options.await_cluster) s->gate_->Open();
   s->worker_service_->set_gate(s->gate_.get());
   s->master_service_->set_gate(s->gate_.get());
@@ -137,13 +138,14 @@ absl::Status GrpcServer::Start() {
   if (started_) return absl::FailedPreconditionError("server already started");
   const std::string own_address = *options_.cluster.Address(options_.job, options_.task);
   options_.bind_host = ChooseBindHost(own_address, options_.bind_host);
-  if (!IsLoopbackHost(options_.bind_host)) {
+  if (!IsLoopbackHost(options_.bind_host) && options_.auth_token.empty()) {
     if (!options_.insecure) {
       return absl::FailedPreconditionError(absl::StrCat(
           "task ", task_name_, " would listen on ", options_.bind_host, " (its cluster entry is ",
           own_address,
-          "), beyond loopback, where anyone who reaches the port may run graphs on it; give "
-          "--insecure to serve without credentials anyway, or --bind=127.0.0.1"));
+          "), beyond loopback, where anyone who reaches the port may run graphs on it; give the "
+          "cluster a token (--auth_token_file or GRAPHRUN_AUTH_TOKEN), or --insecure to serve "
+          "without credentials anyway, or --bind=127.0.0.1"));
     }
     std::cerr << "graphrun: warning: task " << task_name_ << " listens on " << options_.bind_host
               << " without credentials (--insecure): anyone who reaches the port can run graphs "
@@ -157,7 +159,9 @@ absl::Status GrpcServer::Start() {
       return absl::InvalidArgumentError(absl::StrCat("bad address ", address));
     }
   }
-  if (options_.data_channel != DataChannelMode::kOff) {
+  // The data channel does not check the cluster token yet: with one, it
+  // stays off and tensors take the gRPC stream.
+  if (options_.data_channel != DataChannelMode::kOff && options_.auth_token.empty()) {
     DataChannelOptions dopts;
     dopts.max_tensor_bytes = options_.max_recv_tensor_bytes;
     auto ds = DataChannelServer::Start(worker_.get(), options_.bind_host, dopts);

@@ -55,6 +55,10 @@ struct ServerOptions {
   std::string bind_host;
   // Listen beyond loopback although no credentials protect the task.
   bool insecure = false;
+  // The cluster token: every call must carry it, and this task's calls to
+  // its peers carry it ("": none). With a token the data channel is off
+  // (tensors go over the gRPC stream, which checks it).
+  std::string auth_token;
   // -1: the port of the task's address in `cluster`; 0: any free port.
   int port = -1;
   int num_cpus = 1;          // CPU devices of the task

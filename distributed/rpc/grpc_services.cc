@@ -69,10 +69,28 @@ grpc::Status ServingGate::Closed() const {
                       "task " + task_ + " is starting: it has not received its cluster yet");
 }
 
-// Answers Unavailable from a handler while `gate_` is closed.
-#define GR_CHECK_GATE()                                             \
-  do {                                                              \
-    if (gate_ != nullptr && !gate_->open()) return gate_->Closed(); \
+grpc::Status ServingGate::Check(grpc::ServerContext* ctx) const {
+  if (!token_.empty()) {
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(kAuthMetadataKey);
+    if (it == md.end() ||
+        !TokensEqual(absl::string_view(it->second.data(), it->second.size()), token_)) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "this cluster needs its token (--auth_token_file or "
+                          "GRAPHRUN_AUTH_TOKEN)");
+    }
+  }
+  return open() ? grpc::Status::OK : Closed();
+}
+
+// Answers from a handler: Unauthenticated without the cluster token,
+// Unavailable while `gate_` is closed.
+#define GR_CHECK_GATE()                             \
+  do {                                              \
+    if (gate_ != nullptr) {                         \
+      grpc::Status gate_status = gate_->Check(ctx); \
+      if (!gate_status.ok()) return gate_status;    \
+    }                                               \
   } while (false)
 
 #define GR_WORKER_UNARY(Method, Req, Resp)                                                       \

@@ -25,14 +25,21 @@ namespace distributed {
 // would reach the wrong peers. Thread-safe.
 class ServingGate {
  public:
-  explicit ServingGate(std::string task) : task_(std::move(task)) {}
+  // `auth_token` not empty: every call must carry it (kAuthMetadataKey).
+  explicit ServingGate(std::string task, std::string auth_token = "")
+      : task_(std::move(task)), token_(std::move(auth_token)) {}
   void Open() { open_.store(true); }
   bool open() const { return open_.load(); }
   // The status a call gets while closed.
   grpc::Status Closed() const;
+  // OK when `ctx`'s call may be served: UNAUTHENTICATED (and nothing
+  // else: no task name) without the cluster token, else Closed() while
+  // closed.
+  grpc::Status Check(grpc::ServerContext* ctx) const;
 
  private:
   const std::string task_;
+  const std::string token_;
   std::atomic<bool> open_{false};
 };
 

@@ -28,7 +28,13 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Create(const SessionOp
   s->options_ = options;
   s->address_ = std::string(rest);
   s->who_ = absl::StrCat("master at ", s->address_);
-  s->stub_ = MasterService::NewStub(NewChannel(s->address_, ChannelOptions()));
+  ChannelOptions co;
+  if (options.auth_token.empty()) {
+    GR_ASSIGN_OR_RETURN(co.auth_token, LoadAuthToken(""));
+  } else {
+    co.auth_token = options.auth_token;
+  }
+  s->stub_ = MasterService::NewStub(NewChannel(s->address_, co));
   return s;
 }
 

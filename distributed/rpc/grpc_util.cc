@@ -1,8 +1,16 @@
 #include "distributed/rpc/grpc_util.h"
 
+#include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/client_interceptor.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define GRAPHRUN_LSAN 1
@@ -53,6 +61,34 @@ void PinCallbackCompletionQueue() {
   (void)pin;
 }
 
+// Adds the cluster token to every call's initial metadata.
+class TokenInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit TokenInterceptor(const std::string* token) : token_(token) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->insert({kAuthMetadataKey, *token_});
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string* token_;  // the factory's, which the channel keeps
+};
+
+class TokenInterceptorFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit TokenInterceptorFactory(std::string token) : token_(std::move(token)) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new TokenInterceptor(&token_);
+  }
+
+ private:
+  std::string token_;
+};
+
 }  // namespace
 
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
@@ -69,7 +105,22 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
   // One channel per peer, not shared through gRPC's global subchannel pool:
   // a peer's failure then stays with the channels that talk to it.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (options.auth_token.empty()) {
+    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  }
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> factories;
+  factories.push_back(std::make_unique<TokenInterceptorFactory>(options.auth_token));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, grpc::InsecureChannelCredentials(), args, std::move(factories));
+}
+
+bool TokensEqual(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]);
+  }
+  return diff == 0;
 }
 
 }  // namespace distributed

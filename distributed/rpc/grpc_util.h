@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "distributed/rpc/data_channel.h"
+#include "util/auth_token.h"
 
 namespace graphrun {
 namespace distributed {
@@ -53,10 +54,20 @@ struct ChannelOptions {
   DataChannelOptions data;
   // Deadline of control calls (and of data channel negotiation).
   int64_t control_timeout_ms = 20000;
+  // The cluster token sent with every call ("": none).
+  std::string auth_token;
 };
 
+// The metadata key that carries the cluster token.
+inline constexpr char kAuthMetadataKey[] = "graphrun-auth-token";
+// Equal strings, compared in time independent of where they differ.
+bool TokensEqual(absl::string_view a, absl::string_view b);
+// (LoadAuthToken: util/auth_token.h.)
+using ::graphrun::LoadAuthToken;
+
 // An insecure channel to `address` with graphrun's settings (message
-// limits, quick reconnects so a restarted task is reachable at once).
+// limits, quick reconnects so a restarted task is reachable at once, the
+// cluster token on every call).
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
                                           const ChannelOptions& options);
 

@@ -8,9 +8,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "distributed/local_cluster.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc/grpc_session.h"
+#include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/grpc_worker_client.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -275,6 +278,76 @@ TEST(ServingLimitsTest, PlanCacheIsBounded) {
     }
   }
   EXPECT_EQ(master->num_plans(), 3u);
+}
+
+// A cluster with a token: calls without it (or with another) get
+// Unauthenticated and learn nothing else (no task name); the tasks' own
+// calls to each other carry it, so steps across tasks run.
+TEST(AuthTokenTest, CallsWithoutTheTokenAreRefused) {
+  RegisterGrpcSession();
+  LocalClusterOptions o;
+  o.jobs = {{"ps", 1}, {"worker", 1}};
+  o.server.auth_token = "s3cret-token";
+  auto cluster = LocalCluster::Start(o);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string target = (*cluster)->target("ps", 0);
+  const std::string address = target.substr(std::string("grpc://").size());
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto stub = WorkerService::NewStub(channel);
+  for (const char* token : {"", "wrong", "s3cret-tokeN"}) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    if (*token) ctx.AddMetadata(kAuthMetadataKey, token);
+    GetStatusRequest req;
+    GetStatusResponse resp;
+    grpc::Status s = stub->GetStatus(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
+    EXPECT_EQ(s.error_message().find("/job:"), std::string::npos) << s.error_message();
+    EXPECT_EQ(resp.device_size(), 0);
+    EXPECT_EQ(resp.task(), "");
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.AddMetadata(kAuthMetadataKey, "s3cret-token");
+    GetStatusRequest req;
+    GetStatusResponse resp;
+    EXPECT_TRUE(stub->GetStatus(&ctx, req, &resp).ok());
+  }
+  // A step on the worker that reads a variable on the PS: the worker's
+  // calls to the PS carry the token.
+  tensorflow::GraphDef def;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"(
+node { name: "c" op: "Const" device: "/job:ps/task:0" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 3 } }
+    float_val: 2 } } } }
+node { name: "m" op: "Mul" input: "c" input: "c" device: "/job:worker/task:0"
+  attr { key: "T" value { type: DT_FLOAT } } })",
+                                                            &def));
+  SessionOptions so;
+  so.target = (*cluster)->target("worker", 0);
+  auto session = NewSession(so);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Create(def).ok());
+  auto r = (*session)->Run({}, {"m"}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].base<float>()[2], 4.f);
+  // A peer with another token is refused.
+  ChannelOptions wrong;
+  wrong.auth_token = "not-it";
+  GrpcWorkerCache cache((*cluster)->cluster_spec(), wrong);
+  auto worker = cache.GetWorker("/job:ps/replica:0/task:0");
+  ASSERT_TRUE(worker.ok());
+  absl::Status got = absl::UnknownError("no answer");
+  absl::Notification done;
+  GetStatusRequest req;
+  GetStatusResponse resp;
+  (*worker)->GetStatusAsync(req, &resp, [&](const absl::Status& s) {
+    got = s;
+    done.Notify();
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(got.code(), absl::StatusCode::kUnauthenticated) << got;
 }
 
 }  // namespace

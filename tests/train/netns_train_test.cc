@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -144,8 +145,12 @@ struct Placed {
 // Trains the MLP (3 epochs) on `tasks`, each started in its host's
 // namespace with TF_CONFIG, `extra` flags for every trainer; checks that
 // every task listened on its own address and the chief's accuracy.
+// With `token`, every task gets it (GRAPHRUN_AUTH_TOKEN) instead of
+// --insecure; `after` runs while the tasks still serve.
 void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
-                      const std::vector<std::string>& extra, const std::string& name) {
+                      const std::vector<std::string>& extra, const std::string& name,
+                      const std::string& token = "",
+                      const std::function<void(const Hosts&)>& after = nullptr) {
   if (!std::filesystem::exists(kData)) GTEST_SKIP() << "no " << kData;
   Hosts hosts(num_hosts);
   const std::string why = hosts.Make();
@@ -164,9 +169,16 @@ void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
   cluster += "}";
   const std::string dir = TmpDir() + "/" + name + "_ckpt";
   std::filesystem::remove_all(dir);
-  std::vector<std::string> train = {
-      "train",         "--insecure",           "--epochs=3",          "--checkpoint_dir=" + dir,
-      "--format=json", "--intra_op_threads=1", "--inter_op_threads=2"};
+  // A token (in the environment) or --insecure: the tasks listen beyond
+  // loopback.
+  const std::string credentials = token.empty() ? "--insecure" : "--log_every=100";
+  std::vector<std::string> train = {"train",
+                                    credentials,
+                                    "--epochs=3",
+                                    "--checkpoint_dir=" + dir,
+                                    "--format=json",
+                                    "--intra_op_threads=1",
+                                    "--inter_op_threads=2"};
   train.insert(train.end(), extra.begin(), extra.end());
   std::vector<std::unique_ptr<Task>> running;
   Task* chief = nullptr;
@@ -176,8 +188,10 @@ void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
         absl::StrCat(R"(TF_CONFIG={"cluster": )", cluster, R"(, "task": {"type": ")", t.job,
                      R"(", "index": )", t.index, "}}");
     const std::vector<std::string> args =
-        t.job == "ps" ? std::vector<std::string>{"train", "--insecure"} : train;
-    ASSERT_TRUE(Start(*running.back(), hosts.host(t.host), args, {env},
+        t.job == "ps" ? std::vector<std::string>{"train", credentials} : train;
+    std::vector<std::string> envs = {env};
+    if (!token.empty()) envs.push_back("GRAPHRUN_AUTH_TOKEN=" + token);
+    ASSERT_TRUE(Start(*running.back(), hosts.host(t.host), args, envs,
                       absl::StrCat(TmpDir(), "/", name, "_", t.job, t.index, ".log"))
                     .ok());
     if (t.job == "worker" && t.index == 0) chief = running.back().get();
@@ -207,12 +221,38 @@ void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
   ASSERT_NE(acc, nullptr) << last;
   std::cout << name << ": " << last << "\n";
   EXPECT_GE(std::stod(acc->number_text()), 0.85) << last;
+  if (after) after(hosts);
 }
 
 // Two hosts: a PS and worker 1 on the first, the chief on the second.
 TEST(NetnsTrainTest, PsTrainingAcrossTwoHosts) {
   TrainAcrossHosts(2, {{"ps", 0, 1, 2222}, {"worker", 0, 2, 2222}, {"worker", 1, 1, 2223}}, {},
                    "two_hosts_ps");
+}
+
+// The same with a cluster token instead of --insecure (the tasks' calls
+// to each other carry it); then a stranger on the second host, without the
+// token, is refused by the PS: Unauthenticated, exit 1, no task named.
+TEST(NetnsTrainTest, PsTrainingAcrossTwoHostsWithAToken) {
+  TrainAcrossHosts(2, {{"ps", 0, 1, 2222}, {"worker", 0, 2, 2222}, {"worker", 1, 1, 2223}}, {},
+                   "two_hosts_token", "a-cluster-token-for-the-test", [](const Hosts& hosts) {
+                     const std::string graph = TmpDir() + "/stranger.pbtxt";
+                     std::ofstream(graph) << R"(node { name: "c" op: "Const"
+          attr { key: "dtype" value { type: DT_FLOAT } }
+          attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } })";
+                     const std::string target =
+                         absl::StrCat("--target=grpc://", Hosts::address(1), ":2222");
+                     Task client;
+                     ASSERT_TRUE(Start(client, hosts.host(2), {"run", graph, "--fetch=c", target},
+                                       {}, TmpDir() + "/stranger.log")
+                                     .ok());
+                     const int rc = Wait(client, std::chrono::seconds(60));
+                     const std::string log = ReadAll(client.p.log_file);
+                     EXPECT_EQ(rc, 1) << log;
+                     EXPECT_THAT(log, HasSubstr("Unauthenticated: ")) << log;
+                     EXPECT_EQ(log.find("/job:"), std::string::npos) << log;  // learns nothing else
+                     std::cout << "a stranger without the token: " << log;
+                   });
 }
 
 // Four hosts, one task each: two PS tasks and two workers.
@@ -243,7 +283,10 @@ TEST(NetnsTrainTest, BeyondLoopbackWithoutCredentialsExitsAtOnce) {
   const std::string log = ReadAll(server.p.log_file);
   EXPECT_THAT(log, HasSubstr("FailedPrecondition: task /job:ps/replica:0/task:0 would listen on " +
                              Hosts::address(1)));
-  EXPECT_THAT(log, HasSubstr("give --insecure"));
+  EXPECT_THAT(
+      log,
+      HasSubstr(
+          "give the cluster a token (--auth_token_file or GRAPHRUN_AUTH_TOKEN), or --insecure"));
 }
 
 }  // namespace
