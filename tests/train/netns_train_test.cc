@@ -5,7 +5,8 @@
 // (a PS and worker 1 on one, the chief on the other) and on four (one task
 // each), multi-worker mirrored on three (one worker each). Each task
 // listens on its cluster entry's address (not loopback), and the MLP
-// trains to the accuracy bar (3 epochs, >= 0.85). A task that would listen beyond loopback without
+// trains to the accuracy bar (5 epochs, as the issue asks; >= 0.85). A task that would listen
+// beyond loopback without
 // --insecure exits at once saying so. Without CAP_NET_ADMIN (namespaces
 // cannot be made) the test says why and skips.
 #include <signal.h>
@@ -142,7 +143,7 @@ struct Placed {
   int port;
 };
 
-// Trains the MLP (3 epochs) on `tasks`, each started in its host's
+// Trains the MLP (5 epochs) on `tasks`, each started in its host's
 // namespace with TF_CONFIG, `extra` flags for every trainer; checks that
 // every task listened on its own address and the chief's accuracy.
 // With `token`, every task gets it (GRAPHRUN_AUTH_TOKEN) instead of
@@ -174,7 +175,7 @@ void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
   const std::string credentials = token.empty() ? "--insecure" : "--log_every=100";
   std::vector<std::string> train = {"train",
                                     credentials,
-                                    "--epochs=3",
+                                    "--epochs=5",
                                     "--checkpoint_dir=" + dir,
                                     "--format=json",
                                     "--intra_op_threads=1",
