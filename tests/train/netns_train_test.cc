@@ -2,12 +2,12 @@
 // namespace with a bridge, one veth per host, 10.231.0.11, .12, ...),
 // `graphrun train` started in each with TF_CONFIG naming the other hosts'
 // tasks, as a user would on several machines: PS training on two hosts
-// (a PS and worker 1 on one, the chief on the other) and on four (one task
-// each), multi-worker mirrored on three (one worker each). Each task
-// listens on its cluster entry's address (not loopback), and the MLP
-// trains to the accuracy bar (5 epochs, as the issue asks; >= 0.85). A task that would listen
-// beyond loopback without
-// --insecure exits at once saying so. Without CAP_NET_ADMIN (namespaces
+// (a PS and worker 1 on one, the chief on the other), again with a cluster
+// token, and on four (one task each); multi-worker mirrored on three (one
+// worker each). Each task listens on its cluster entry's address (not
+// loopback), and the MLP trains to the accuracy bar (5 epochs, as the
+// issue asks; >= 0.85). A task that would listen beyond loopback without
+// credentials exits at once saying so. Without CAP_NET_ADMIN (namespaces
 // cannot be made) the test says why and skips.
 #include <signal.h>
 #include <sys/wait.h>
