@@ -32,6 +32,20 @@ namespace graphrun {
 namespace distributed {
 namespace {
 
+// Resident memory is asserted only without sanitizers: ASan's quarantine
+// holds freed memory by design (CI runs this test under ASan too).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kMemoryMeasured = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kMemoryMeasured = false;
+#else
+constexpr bool kMemoryMeasured = true;
+#endif
+#else
+constexpr bool kMemoryMeasured = true;
+#endif
+
 constexpr int kClients = 8;
 constexpr int kVars = 8;         // per PS task
 constexpr int kElements = 4096;  // floats per variable (16 KiB)
@@ -223,7 +237,11 @@ TEST(SoakTest, EightClientsMixedStepsNoErrorsFlatMemory) {
   const int64_t end_rss = curve.back().second;
   std::cout << absl::StrFormat("soak: RSS after warm-up %d KiB, at the end %d KiB (%+.1f%%)\n",
                                warm_rss, end_rss, 100.0 * (end_rss - warm_rss) / warm_rss);
-  EXPECT_LE(end_rss, warm_rss * 105 / 100) << "PS memory grew more than 5% after warm-up";
+  if (kMemoryMeasured) {
+    EXPECT_LE(end_rss, warm_rss * 105 / 100) << "PS memory grew more than 5% after warm-up";
+  } else {
+    std::cout << "soak: RSS not asserted under a sanitizer (its quarantine keeps freed memory)\n";
+  }
 }
 
 }  // namespace
