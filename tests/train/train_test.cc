@@ -80,21 +80,22 @@ TEST(TrainTest, LocalMlpReachesAccuracy) {
 }
 
 // 2 PS + 2 workers (in-process servers), async, balanced placement: same
-// accuracy bar with global steps of 128 examples each (5 epochs, as the
-// main job: async staleness varies from run to run, and under a loaded
-// machine 4 epochs once ended at 0.844), then a resumed run.
+// accuracy bar with global steps of 128 examples each (6 epochs: async
+// staleness varies from run to run; under a loaded machine 4 epochs once
+// ended at 0.844, and 5 epochs at 0.842 in a CI rehearsal), then a resumed
+// run.
 TEST(TrainTest, DistributedAsyncReachesAccuracyAndResumes) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   TrainConfig c = Config(TempDir("dist"));
   c.in_process = true;
-  c.steps = 2340;
+  c.steps = 2810;
   std::ostringstream log;
   auto r = Train(c, &log);
   ASSERT_TRUE(r.ok()) << r.status();
   std::cout << log.str() << TrainResultToJson(c, *r) << "\n";
   EXPECT_EQ(r->mode, "distributed");
-  EXPECT_GE(r->global_step, 2340);
-  EXPECT_LE(r->global_step, 2341);  // the other worker may add one in flight
+  EXPECT_GE(r->global_step, 2810);
+  EXPECT_LE(r->global_step, 2811);  // the other worker may add one in flight
   ASSERT_TRUE(r->test_accuracy.has_value());
   EXPECT_GE(*r->test_accuracy, 0.85);
   EXPECT_GT(r->examples_per_sec, 0);
@@ -104,12 +105,12 @@ TEST(TrainTest, DistributedAsyncReachesAccuracyAndResumes) {
   EXPECT_NE(log.str().find("dense/kernel/part_1 ["), std::string::npos) << log.str();
 
   TrainConfig again = c;
-  again.steps = 2440;
+  again.steps = 2910;
   auto r2 = Train(again, nullptr);
   ASSERT_TRUE(r2.ok()) << r2.status();
   ASSERT_TRUE(r2->restored_from_step.has_value());
   EXPECT_EQ(*r2->restored_from_step, r->global_step);
-  EXPECT_GE(r2->global_step, 2440);
+  EXPECT_GE(r2->global_step, 2910);
   ASSERT_TRUE(r2->first_loss.has_value());
   EXPECT_LT(*r2->first_loss, 1.0);  // a fresh model starts near ln(10) = 2.3
   EXPECT_GE(*r2->test_accuracy, 0.84);
