@@ -172,15 +172,6 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
     done(rendezvous.status());
     return;
   }
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (static_cast<int64_t>(steps_.size()) >= env_->limits.max_concurrent_steps) {
-      done(absl::ResourceExhaustedError(absl::StrCat(
-          "task ", env_->task, ": ", steps_.size(),
-          " graphs are running, the most it allows at once (--max_concurrent_steps)")));
-      return;
-    }
-  }
   auto step = std::make_shared<Step>();
   step->step_id = request.step_id();
   step->rendezvous = *rendezvous;
@@ -193,9 +184,19 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
     step->frame.args()[a.index()] = std::move(*t);
   }
   std::multimap<int64_t, std::shared_ptr<Step>>::iterator pos;
+  size_t running = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
-    pos = steps_.emplace(step->step_id, step);
+    running = steps_.size();
+    if (static_cast<int64_t>(running) < env_->limits.max_concurrent_steps) {
+      pos = steps_.emplace(step->step_id, step);
+    }
+  }
+  if (static_cast<int64_t>(running) >= env_->limits.max_concurrent_steps) {
+    done(absl::ResourceExhaustedError(
+        absl::StrCat("task ", env_->task, ": ", running,
+                     " graphs are running, the most it allows at once (--max_concurrent_steps)")));
+    return;
   }
   if (opts != nullptr) {
     opts->SetCancelCallback([step] {

@@ -14,6 +14,7 @@
 #include "kernels/dataset_util.h"
 #include "tools/flags.h"
 #include "tools/server_command.h"
+#include "util/auth_token.h"
 #include "util/json.h"
 
 namespace graphrun {
@@ -228,6 +229,10 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   c.bind_host = f.GetString("bind", "");
   c.insecure = f.GetBool("insecure");
   c.auth_token_file = f.GetString("auth_token_file", "");
+  if (!c.auth_token_file.empty()) {
+    // Read here so that the trainer's tasks never start without it.
+    GR_RETURN_IF_ERROR(LoadAuthToken(c.auth_token_file).status());
+  }
   if (f.Has("eval_timeout_secs")) {
     if (!absl::SimpleAtod(f.GetString("eval_timeout_secs"), &c.eval_timeout_secs) ||
         !(c.eval_timeout_secs >= 0)) {

@@ -295,7 +295,9 @@ distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
   so.bind_host = c.bind_host;
   so.insecure = c.insecure;
   if (!c.tf_config.empty()) {
-    // (A bad token file was reported when the flags were parsed.)
+    // `graphrun train` checked the file when it parsed the flags; for a
+    // library caller an unreadable file means no token (and a task beyond
+    // loopback then refuses to start, saying so).
     so.auth_token = distributed::LoadAuthToken(c.auth_token_file).value_or("");
   }
   return so;

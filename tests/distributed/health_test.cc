@@ -30,6 +30,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
+#include "tests/sanitizers.h"
 
 namespace graphrun {
 namespace distributed {
@@ -42,17 +43,7 @@ constexpr char kPs[] = "/job:ps/replica:0/task:0";
 
 // Times are asserted only without sanitizers (CI runs this test under ASan
 // too, where nothing is timed).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kTimed = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kTimed = false;
-#else
-constexpr bool kTimed = true;
-#endif
-#else
-constexpr bool kTimed = true;
-#endif
+constexpr bool kTimed = !kSanitized;
 
 std::string Graphrun() {
   return std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/tools/graphrun";

@@ -27,6 +27,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
+#include "tests/sanitizers.h"
 
 namespace graphrun {
 namespace distributed {
@@ -34,17 +35,7 @@ namespace {
 
 // Resident memory is asserted only without sanitizers: ASan's quarantine
 // holds freed memory by design (CI runs this test under ASan too).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kMemoryMeasured = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kMemoryMeasured = false;
-#else
-constexpr bool kMemoryMeasured = true;
-#endif
-#else
-constexpr bool kMemoryMeasured = true;
-#endif
+constexpr bool kMemoryMeasured = !kSanitized;
 
 constexpr int kClients = 8;
 constexpr int kVars = 8;         // per PS task
