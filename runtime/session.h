@@ -18,6 +18,7 @@
 #include "graph/proto/config.pb.h"
 #include "graph/proto/graph.pb.h"
 #include "graph/tensor.h"
+#include "util/tls_credentials.h"
 
 namespace graphrun {
 
@@ -34,6 +35,9 @@ struct SessionOptions {
   // grpc:// targets: the cluster token sent with every call ("": the
   // GRAPHRUN_AUTH_TOKEN environment variable, if set).
   std::string auth_token;
+  // grpc:// targets: mutual TLS with these (not enabled(): the
+  // GRAPHRUN_TLS_* environment variables, if set).
+  TlsCredentials tls;
   // Registries; null means the defaults.
   const OpRegistry* op_registry = nullptr;
   const KernelRegistry* kernel_registry = nullptr;

@@ -1,6 +1,8 @@
 #include "tools/cluster_command.h"
 
 #include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "distributed/process_util.h"
 #include "graph/status.h"
 #include "tools/flags.h"
+#include "util/auth_token.h"
 
 namespace graphrun {
 namespace tools {
@@ -35,7 +38,11 @@ const FlagSet& ClusterFlagSet() {
         .Bool("in_process", "run every task in this process instead of one process each")
         .String("cpus", "N", "CPU devices per task (default 1)")
         .String("intra_op_threads", "N", "threads inside one kernel, per task (default 1)")
-        .String("inter_op_threads", "N", "threads running independent nodes, per task (default 2)");
+        .String("inter_op_threads", "N", "threads running independent nodes, per task (default 2)")
+        .String("token_file", "FILE",
+                "write the cluster's random token here (a new file, mode 0600; default: a "
+                "private directory under /tmp, printed on stderr)")
+        .String("auth_token_file", "FILE", "use this token instead of a random one");
     return f;
   }();
   return *kFlags;
@@ -47,7 +54,9 @@ std::string ClusterUsage() {
   return absl::StrCat(
       "usage: graphrun cluster --ps=N --workers=M [flags]\n\n"
       "Starts a local cluster on loopback ports, prints its ClusterSpec as one JSON\n"
-      "line when every task is up, and runs until SIGINT/SIGTERM.\n\nflags:\n",
+      "line when every task is up, and runs until SIGINT/SIGTERM. The tasks share a\n"
+      "random token (written to --token_file, or to a private file named on stderr)\n"
+      "that clients give with --auth_token_file.\n\nflags:\n",
       ClusterFlagSet().Usage());
 }
 
@@ -80,6 +89,43 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   if (*ps + *workers + *chief == 0) {
     return usage_error(absl::InvalidArgumentError("cluster: no tasks (--ps, --workers, --chief)"));
   }
+  // Loopback only, but every user of the machine reaches loopback: the
+  // tasks share a token, random per run unless given, handed to them in the
+  // environment (never on a command line, where `ps` would show it) and
+  // written for clients to a file only this user can read.
+  std::string token;
+  std::string token_file = flags->GetString("token_file");
+  std::string token_dir;
+  if (flags->Has("auth_token_file")) {
+    auto t = LoadAuthToken(flags->GetString("auth_token_file"));
+    if (!t.ok()) return usage_error(t.status());
+    token = *t;
+    token_file = flags->GetString("auth_token_file");
+  } else {
+    token = NewRandomToken();
+    if (token_file.empty()) {
+      token_dir = "/tmp/graphrun_cluster_XXXXXX";
+      if (mkdtemp(token_dir.data()) == nullptr) {
+        err << "Internal: cluster: cannot create a directory for the token\n";
+        return kExitFailure;
+      }
+      token_file = token_dir + "/token";
+    }
+    absl::Status w = WriteTokenFile(token_file, token);
+    if (!w.ok()) {
+      err << StatusToLine(w) << "\n";
+      return kExitFailure;
+    }
+  }
+  // Removes a token file this run made.
+  auto cleanup = [&] {
+    if (flags->Has("auth_token_file")) return;
+    unlink(token_file.c_str());
+    if (!token_dir.empty()) rmdir(token_dir.c_str());
+  };
+  err << "graphrun cluster: the cluster token is in " << token_file
+      << " (clients: graphrun run --target=grpc://HOST:PORT --auth_token_file=" << token_file << ")"
+      << std::endl;
   std::map<std::string, int> jobs;
   if (*chief > 0) jobs["chief"] = static_cast<int>(*chief);
   if (*ps > 0) jobs["ps"] = static_cast<int>(*ps);
@@ -99,9 +145,11 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
     o.server.num_cpus = static_cast<int>(*cpus);
     o.server.intra_op_threads = static_cast<int>(*intra);
     o.server.inter_op_threads = static_cast<int>(*inter);
+    o.server.auth_token = token;
     auto cluster = distributed::LocalCluster::Start(o);
     if (!cluster.ok()) {
       err << StatusToLine(cluster.status()) << "\n";
+      cleanup();
       return kExitFailure;
     }
     out << (*cluster)->cluster_spec().ToJson() << std::endl;
@@ -110,6 +158,7 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
       sigwait(&waitset, &sig);
     } while (sig == SIGCHLD);
     (*cluster)->StopAll();
+    cleanup();
     return kExitOk;
   }
 
@@ -122,12 +171,14 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
                             absl::StrCat("--task=", i), absl::StrCat("--cpus=", *cpus),
                             absl::StrCat("--intra_op_threads=", *intra),
                             absl::StrCat("--inter_op_threads=", *inter)},
-                           {},
+                           {"GRAPHRUN_AUTH_TOKEN=" + token,
+                            "GRAPHRUN_TLS_CA=", "GRAPHRUN_TLS_CERT=", "GRAPHRUN_TLS_KEY="},
                            ""};
       });
   if (!launch.ok()) {
     err << absl::StatusCodeToString(launch.status().code())
         << ": cluster: " << launch.status().message() << "\n";
+    cleanup();
     return kExitFailure;
   }
   distributed::ClusterSpec spec = launch->spec;
@@ -153,6 +204,7 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
     }
   }
   StopProcesses(children, kStopTimeoutMs);
+  cleanup();
   return exit_code;
 }
 

@@ -32,11 +32,10 @@ const FlagSet& RunFlagSet() {
         .String("trace", "FILE", "write a Chrome trace (chrome://tracing) of the step")
         .String("run_metadata", "FILE", "write RunMetadata (.pbtxt: text, else binary)")
         .String("target", "TARGET", "session target: '' (local) or grpc://host:port")
-        .String("auth_token_file", "FILE",
-                "grpc:// targets: the cluster token (else GRAPHRUN_AUTH_TOKEN)")
         .String("placement_report", "FILE",
                 "with --ps_tasks/--cluster: write the placement report (JSON)");
     AddPlacementFlags(*f);
+    AddCredentialFlags(*f);
     return f;
   }();
   return *kFlags;
@@ -151,7 +150,7 @@ absl::StatusOr<RunRequest> ParseRunArgs(absl::Span<const std::string> args) {
   req.trace_path = flags.GetString("trace");
   req.run_metadata_path = flags.GetString("run_metadata");
   req.target = flags.GetString("target");
-  req.auth_token_file = flags.GetString("auth_token_file");
+  req.credentials = GetCredentialArgs(flags);
   GR_ASSIGN_OR_RETURN(req.placement, ParsePlacementFlags(flags));
   req.placement_report_path = flags.GetString("placement_report");
   if (!req.placement_report_path.empty() && !req.placement.enabled()) {

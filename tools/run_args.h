@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "tools/credential_flags.h"
 #include "tools/flags.h"
 #include "tools/placement_flags.h"
 
@@ -39,7 +40,8 @@ struct RunRequest {
   std::string trace_path;         // "" = off
   std::string run_metadata_path;  // "" = off
   std::string target;
-  std::string auth_token_file;  // "": GRAPHRUN_AUTH_TOKEN             // SessionOptions.target
+  // grpc:// targets: the cluster token and TLS files.
+  CredentialArgs credentials;
   // --ps_tasks/--cluster/--strategy/--batch_size: place the graph on PS and
   // worker tasks, each mapped onto one local CPU device (docs/cli.md).
   PlacementFlags placement;

@@ -30,7 +30,11 @@ constexpr int kTextMaxEntries = 1000;
 absl::StatusOr<SessionOptions> MakeSessionOptions(const RunRequest& req) {
   SessionOptions options;
   options.target = req.target;
-  GR_ASSIGN_OR_RETURN(options.auth_token, LoadAuthToken(req.auth_token_file));
+  if (!req.target.empty() && req.target != "local") {
+    GR_ASSIGN_OR_RETURN(Credentials creds, LoadCredentials(req.credentials));
+    options.auth_token = std::move(creds.auth_token);
+    options.tls = std::move(creds.tls);
+  }
   tensorflow::ConfigProto& config = options.config;
   for (const auto& [type, n] : req.device_count) (*config.mutable_device_count())[type] = n;
   config.set_allow_soft_placement(req.soft_placement);

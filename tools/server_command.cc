@@ -9,6 +9,7 @@
 #include "distributed/launcher_link.h"
 #include "distributed/rpc/grpc_server.h"
 #include "graph/status.h"
+#include "tools/credential_flags.h"
 #include "tools/flags.h"
 
 namespace graphrun {
@@ -30,8 +31,6 @@ const FlagSet& ServerFlagSet() {
                 "address to listen on (default: the task's cluster host if it is this "
                 "machine's, else 0.0.0.0)")
         .Bool("insecure", "serve beyond loopback without credentials")
-        .String("auth_token_file", "FILE",
-                "the cluster token every call must carry (else GRAPHRUN_AUTH_TOKEN)")
         .String("port", "N", "port to listen on (default: the task's port in the cluster)")
         .String("cpus", "N", "CPU devices of this task (default 1)")
         .String("intra_op_threads", "N", "threads inside one kernel (0: cores)")
@@ -45,6 +44,7 @@ const FlagSet& ServerFlagSet() {
         .String("heartbeat_interval_ms", "N",
                 "heartbeats to the peers in use every N ms (default 1000; 0: none)")
         .String("heartbeat_misses", "N", "a peer is dead after N unanswered (default 3)");
+    AddCredentialFlags(*f);
     return f;
   }();
   return *kFlags;
@@ -78,7 +78,9 @@ absl::StatusOr<distributed::ServerOptions> ParseServerArgs(absl::Span<const std:
   }
   o.bind_host = flags.GetString("bind", "");
   o.insecure = flags.GetBool("insecure");
-  GR_ASSIGN_OR_RETURN(o.auth_token, distributed::LoadAuthToken(flags.GetString("auth_token_file")));
+  GR_ASSIGN_OR_RETURN(Credentials creds, LoadCredentials(GetCredentialArgs(flags)));
+  o.auth_token = std::move(creds.auth_token);
+  o.tls = std::move(creds.tls);
   GR_ASSIGN_OR_RETURN(int64_t port, flags.GetInt("port", -1, -1, 65535));
   o.port = static_cast<int>(port);
   GR_ASSIGN_OR_RETURN(int64_t cpus, flags.GetInt("cpus", 1, 1, 1024));

@@ -12,6 +12,7 @@
 #include "distributed/rpc/grpc_session.h"
 #include "graph/status.h"
 #include "kernels/dataset_util.h"
+#include "tools/credential_flags.h"
 #include "tools/flags.h"
 #include "tools/server_command.h"
 #include "util/auth_token.h"
@@ -73,8 +74,6 @@ const FlagSet& TrainFlagSet() {
                 "under TF_CONFIG: address to listen on (default: the task's cluster host if "
                 "it is this machine's, else 0.0.0.0)")
         .Bool("insecure", "under TF_CONFIG: serve beyond loopback without credentials")
-        .String("auth_token_file", "FILE",
-                "under TF_CONFIG: the cluster token (else GRAPHRUN_AUTH_TOKEN)")
         .Bool("evaluator",
               "evaluate each new checkpoint of --checkpoint_dir on the test set (one JSON line "
               "each) until the chief's final one, instead of training")
@@ -89,6 +88,7 @@ const FlagSet& TrainFlagSet() {
         .String("inter_op_threads", "N",
                 "threads running nodes (--local: 0 = cores; per "
                 "task: default 2)");
+    AddCredentialFlags(*f);
     return f;
   }();
   return *kFlags;
@@ -228,11 +228,13 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   c.evaluator = f.GetBool("evaluator");
   c.bind_host = f.GetString("bind", "");
   c.insecure = f.GetBool("insecure");
-  c.auth_token_file = f.GetString("auth_token_file", "");
-  if (!c.auth_token_file.empty()) {
-    // Read here so that the trainer's tasks never start without it.
-    GR_RETURN_IF_ERROR(LoadAuthToken(c.auth_token_file).status());
-  }
+  const CredentialArgs creds = GetCredentialArgs(f);
+  c.auth_token_file = creds.auth_token_file;
+  c.tls_ca_file = creds.tls_ca;
+  c.tls_cert_file = creds.tls_cert;
+  c.tls_key_file = creds.tls_key;
+  // Read here so that the trainer's tasks never start without them.
+  GR_RETURN_IF_ERROR(LoadCredentials(creds).status());
   if (f.Has("eval_timeout_secs")) {
     if (!absl::SimpleAtod(f.GetString("eval_timeout_secs"), &c.eval_timeout_secs) ||
         !(c.eval_timeout_secs >= 0)) {
@@ -310,8 +312,8 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     std::vector<std::string> server_args;
     if (!c->bind_host.empty()) server_args.push_back("--bind=" + c->bind_host);
     if (c->insecure) server_args.push_back("--insecure");
-    if (!c->auth_token_file.empty())
-      server_args.push_back("--auth_token_file=" + c->auth_token_file);
+    CredentialArgs creds{c->auth_token_file, c->tls_ca_file, c->tls_cert_file, c->tls_key_file};
+    for (std::string& flag : creds.ToFlags()) server_args.push_back(std::move(flag));
     return ServerCommand(server_args, out, err);
   }
   absl::StatusOr<TrainResult> r = client::trainer::Train(*c, c->json_only ? nullptr : &out);

@@ -14,6 +14,14 @@ namespace graphrun {
 // NotFound or InvalidArgument (an empty file) naming the file.
 absl::StatusOr<std::string> LoadAuthToken(const std::string& file);
 
+// A fresh token for one run of a local cluster: 32 random bytes (the
+// kernel's getrandom), as 64 hex digits.
+std::string NewRandomToken();
+
+// Writes `token` to a new file `path` readable by the user only (0600).
+// AlreadyExists or Internal naming the path.
+absl::Status WriteTokenFile(const std::string& path, const std::string& token);
+
 }  // namespace graphrun
 
 #endif  // GRAPHRUN_UTIL_AUTH_TOKEN_H_

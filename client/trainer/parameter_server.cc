@@ -266,6 +266,9 @@ absl::StatusOr<TrainResult> TrainInProcessCluster(const TrainConfig& c, std::ost
   lo.jobs = {{"ps", c.ps}, {"worker", c.workers}};
   lo.server.intra_op_threads = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
   lo.server.inter_op_threads = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
+  // Loopback only, but other users of the machine reach it: a random token
+  // per run (the sessions here reach their masters in process).
+  lo.server.auth_token = NewRandomToken();
   GR_ASSIGN_OR_RETURN(auto cluster, distributed::LocalCluster::Start(lo));
   if (log != nullptr) {
     *log << "cluster (in-process gRPC servers): " << cluster->cluster_spec().ToJson() << "\n";
@@ -295,10 +298,12 @@ distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
   so.bind_host = c.bind_host;
   so.insecure = c.insecure;
   if (!c.tf_config.empty()) {
-    // `graphrun train` checked the file when it parsed the flags; for a
-    // library caller an unreadable file means no token (and a task beyond
-    // loopback then refuses to start, saying so).
+    // `graphrun train` checked the files when it parsed the flags; for a
+    // library caller an unreadable file means no credentials (and a task
+    // beyond loopback then refuses to start, saying so).
     so.auth_token = distributed::LoadAuthToken(c.auth_token_file).value_or("");
+    so.tls = LoadTlsCredentials(c.tls_ca_file, c.tls_cert_file, c.tls_key_file)
+                 .value_or(TlsCredentials());
   }
   return so;
 }

@@ -79,7 +79,8 @@ absl::StatusOr<std::string> GraphrunBinary(const TrainConfig& c) {
 // TF_CONFIG for a worker (the cluster with port 0 everywhere; the real one
 // comes through the launcher link), output in `log_dir`.
 TaskCommand ChildCommand(const TrainConfig& c, const std::string& log_dir, const std::string& job,
-                         int index, const distributed::ClusterSpec& placeholder) {
+                         int index, const distributed::ClusterSpec& placeholder,
+                         const std::vector<std::string>& env) {
   const std::string spec_json = placeholder.ToJson();
   const std::string log_file = absl::StrCat(log_dir, "/", job, "_", index, ".log");
   if (job == "ps") {
@@ -88,12 +89,14 @@ TaskCommand ChildCommand(const TrainConfig& c, const std::string& log_dir, const
     return TaskCommand{
         {"server", "--cluster=" + spec_json, "--job=ps", absl::StrCat("--task=", index),
          absl::StrCat("--intra_op_threads=", intra), absl::StrCat("--inter_op_threads=", inter)},
-        {},
+        env,
         log_file};
   }
   std::string tf_config = absl::StrCat(R"({"cluster": )", spec_json,
                                        R"(, "task": {"type": "worker", "index": )", index, "}}");
-  return TaskCommand{TrainFlags(c), {"TF_CONFIG=" + tf_config}, log_file};
+  std::vector<std::string> worker_env = env;
+  worker_env.push_back("TF_CONFIG=" + tf_config);
+  return TaskCommand{TrainFlags(c), worker_env, log_file};
 }
 
 // A task lost to the run rather than failed by it: any PS exit, or a
@@ -124,6 +127,15 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
   if (c.ps > 0) jobs["ps"] = c.ps;
   distributed::ServerOptions chief_options =
       TaskServerOptions(c, PlaceholderCluster(jobs), "worker", 0);
+  // The tasks share a random token (or the user's), handed over in the
+  // environment where `ps` does not show it, and never TLS: they talk over
+  // loopback only. TLS variables of this environment are cleared for them.
+  GR_ASSIGN_OR_RETURN(std::string token, distributed::LoadAuthToken(c.auth_token_file));
+  if (token.empty()) token = NewRandomToken();
+  chief_options.auth_token = token;
+  chief_options.tls = TlsCredentials();
+  const std::vector<std::string> child_env = {"GRAPHRUN_AUTH_TOKEN=" + token, "GRAPHRUN_TLS_CA=",
+                                              "GRAPHRUN_TLS_CERT=", "GRAPHRUN_TLS_KEY="};
   chief_options.port = 0;
   chief_options.await_cluster = true;
   std::unique_ptr<distributed::GrpcServer> chief_server;
@@ -137,7 +149,7 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
         LaunchLocalCluster(
             binary, jobs,
             [&](const std::string& job, int index, const distributed::ClusterSpec& placeholder) {
-              return ChildCommand(c, log_dir, job, index, placeholder);
+              return ChildCommand(c, log_dir, job, index, placeholder, child_env);
             },
             chief_server.get(), "worker", 0));
     spec = launch.spec;

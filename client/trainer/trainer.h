@@ -103,8 +103,11 @@ struct TrainConfig {
   std::string bind_host;
   bool insecure = false;
   // Under tf_config: the file holding the cluster token ("": the
-  // GRAPHRUN_AUTH_TOKEN environment variable, if set).
+  // GRAPHRUN_AUTH_TOKEN environment variable, if set), and the mutual TLS
+  // files ("": GRAPHRUN_TLS_CA, _CERT, _KEY). Tasks of a local cluster get
+  // the TLS files too; without TLS they share a random token per run.
   std::string auth_token_file;
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
   // Set by another thread to stop training early (tests).
   const std::atomic<bool>* stop = nullptr;
 };

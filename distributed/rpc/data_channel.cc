@@ -33,8 +33,6 @@ constexpr uint32_t kDeadPayload = 1;
 constexpr uint32_t kProtoPayload = 2;
 constexpr uint32_t kMaxDims = 64;
 constexpr uint32_t kMaxMessageBytes = 1 << 20;
-// One system call moves at most this much (2 GiB+ buffers are split).
-constexpr size_t kMaxIo = size_t{1} << 30;
 
 struct RequestHeader {
   uint32_t magic;
@@ -57,70 +55,19 @@ struct ResponseHeader {
 };
 static_assert(sizeof(ResponseHeader) == 40, "packed response header");
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowMs() { return SteadyNowMs(); }
 
 absl::Status Errno(const std::string& what) {
   return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
-absl::Status ReadFull(int fd, char* p, uint64_t n) {
-  while (n > 0) {
-    ssize_t r = recv(fd, p, std::min<uint64_t>(n, kMaxIo), 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) {
-      return absl::UnavailableError("connection closed by the peer (task died or stopped?)");
-    }
-    if (r < 0) return Errno("recv");
-    p += r;
-    n -= static_cast<uint64_t>(r);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Drain(int fd, uint64_t n) {
+absl::Status Drain(ByteStream* stream, uint64_t n) {
   std::vector<char> scratch(std::min<uint64_t>(n, 1 << 20));
   while (n > 0) {
     uint64_t k = std::min<uint64_t>(n, scratch.size());
-    absl::Status s = ReadFull(fd, scratch.data(), k);
+    absl::Status s = stream->ReadFull(scratch.data(), k);
     if (!s.ok()) return s;
     n -= k;
-  }
-  return absl::OkStatus();
-}
-
-// Writes every iovec completely; iov is modified.
-absl::Status WriteAllV(int fd, iovec* iov, int n) {
-  while (n > 0) {
-    // Cap one call at kMaxIo bytes.
-    iovec capped[4];
-    int m = 0;
-    size_t budget = kMaxIo;
-    for (int i = 0; i < n && m < 4 && budget > 0; ++i) {
-      capped[m].iov_base = iov[i].iov_base;
-      capped[m].iov_len = std::min(iov[i].iov_len, budget);
-      budget -= capped[m].iov_len;
-      ++m;
-    }
-    msghdr msg{};
-    msg.msg_iov = capped;
-    msg.msg_iovlen = m;
-    ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return Errno("send");
-    size_t left = static_cast<size_t>(w);
-    while (n > 0 && left >= iov->iov_len) {
-      left -= iov->iov_len;
-      ++iov;
-      --n;
-    }
-    if (n > 0) {
-      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
-      iov->iov_len -= left;
-    }
   }
   return absl::OkStatus();
 }
@@ -246,14 +193,19 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
 
   void ReadLoop() {
     const DataChannelOptions& o = server_->options_;
+    if (!Handshake()) {
+      std::lock_guard<std::mutex> l(mu_);
+      reader_done_ = true;
+      return;
+    }
     while (true) {
       RequestHeader h;
-      if (!ReadFull(fd_, reinterpret_cast<char*>(&h), sizeof(h)).ok()) break;
+      if (!stream_->ReadFull(reinterpret_cast<char*>(&h), sizeof(h)).ok()) break;
       if (h.magic != kRequestMagic || h.key_bytes > static_cast<uint64_t>(o.max_key_bytes)) {
         break;  // not our protocol: drop the connection
       }
       std::string key(h.key_bytes, '\0');
-      if (!ReadFull(fd_, key.data(), h.key_bytes).ok()) break;
+      if (!stream_->ReadFull(key.data(), h.key_bytes).ok()) break;
       if (h.type == kCancel) {
         std::shared_ptr<Call> c;
         {
@@ -287,6 +239,27 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
       for (auto& [id, c] : inflight_) calls.push_back(c);
     }
     for (auto& c : calls) c->opts.StartCancel();
+  }
+
+  // TLS (when the server has credentials), then the token handshake; a
+  // peer that fails either is counted and dropped.
+  bool Handshake() {
+    const DataChannelOptions& o = server_->options_;
+    if (server_->tls_ != nullptr) {
+      auto t = NewTlsStream(fd_, *server_->tls_, /*server=*/true, "", o.connect_timeout_ms);
+      if (!t.ok()) {
+        server_->num_refused_.fetch_add(1);
+        return false;
+      }
+      stream_ = *std::move(t);
+    } else {
+      stream_ = NewPlainStream(fd_);
+    }
+    if (!ServerTokenHandshake(stream_.get(), o.auth_token, o.connect_timeout_ms).ok()) {
+      server_->num_refused_.fetch_add(1);
+      return false;
+    }
+    return true;
   }
 
   void Finish(Call& call, const absl::Status& s) {
@@ -347,7 +320,7 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
     iov[1].iov_base = const_cast<char*>(r.data);
     iov[1].iov_len = r.bytes;
     std::lock_guard<std::mutex> l(write_mu_);
-    if (!WriteAllV(fd_, iov, r.bytes > 0 ? 2 : 1).ok()) {
+    if (!stream_->WriteAllV(iov, r.bytes > 0 ? 2 : 1).ok()) {
       shutdown(fd_, SHUT_RDWR);  // the reader sees it and cleans up
     }
   }
@@ -366,6 +339,9 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
   }
 
   const int fd_;
+  // Set by the reader before it accepts the first request; written only
+  // for requests, so never used before.
+  std::unique_ptr<ByteStream> stream_;
   DataChannelServer* const server_;
   const int64_t inline_bytes_ = server_->options_.inline_write_bytes;
   std::thread reader_, writer_;
@@ -381,6 +357,11 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
 absl::StatusOr<std::unique_ptr<DataChannelServer>> DataChannelServer::Start(
     WorkerInterface* worker, const std::string& bind_host, const DataChannelOptions& options) {
   std::unique_ptr<DataChannelServer> s(new DataChannelServer(worker, options));
+  if (options.tls.enabled()) {
+    auto ctx = TlsContext::Create(options.tls, /*server=*/true);
+    if (!ctx.ok()) return ctx.status();
+    s->tls_ = *std::move(ctx);
+  }
   auto res = Resolve(bind_host, 0, /*passive=*/true);
   if (!res.ok()) return res.status();
   int fd = socket((*res)->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -502,7 +483,25 @@ absl::StatusOr<std::shared_ptr<DataConnection>> DataConnection::Connect(
   if (fd < 0) return AnnotatePeerStatus(last.code(), std::string(last.message()), who);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   SetNoDelay(fd);
-  std::shared_ptr<DataConnection> c(new DataConnection(fd, std::move(who), options));
+  auto fail = [&](const absl::Status& st) {
+    close(fd);
+    return AnnotatePeerStatus(st.code(), absl::StrCat("data channel: ", st.message()), who);
+  };
+  std::unique_ptr<ByteStream> stream;
+  if (options.tls.enabled()) {
+    auto ctx = TlsContext::Create(options.tls, /*server=*/false);
+    if (!ctx.ok()) return fail(ctx.status());
+    auto t = NewTlsStream(fd, **ctx, /*server=*/false, host, options.connect_timeout_ms);
+    if (!t.ok()) return fail(t.status());
+    stream = *std::move(t);
+  } else {
+    stream = NewPlainStream(fd);
+  }
+  absl::Status hs =
+      ClientTokenHandshake(stream.get(), options.auth_token, options.connect_timeout_ms);
+  if (!hs.ok()) return fail(hs);
+  std::shared_ptr<DataConnection> c(
+      new DataConnection(fd, std::move(stream), std::move(who), options));
   c->reader_ = std::thread([p = c.get()] { p->ReadLoop(); });
   return c;
 }
@@ -533,7 +532,7 @@ absl::Status DataConnection::WriteRequest(uint32_t type, uint64_t id, int64_t st
   iov[1].iov_base = const_cast<char*>(key.data());
   iov[1].iov_len = key.size();
   std::lock_guard<std::mutex> l(write_mu_);
-  return WriteAllV(fd_, iov, key.empty() ? 1 : 2);
+  return stream_->WriteAllV(iov, key.empty() ? 1 : 2);
 }
 
 void DataConnection::RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
@@ -635,13 +634,12 @@ void DataConnection::ReadLoop() {
   while (true) {
     // Wait for a response at most 100 ms at a time, so deadlines of calls
     // that started while this thread was waiting are enforced too.
-    pollfd p{fd_, POLLIN, 0};
-    int rc = poll(&p, 1, 100);
-    if (rc < 0 && errno != EINTR) {
-      s = Errno("poll");
+    auto readable = stream_->WaitReadable(100);
+    if (!readable.ok()) {
+      s = readable.status();
       break;
     }
-    if (rc <= 0) {
+    if (!*readable) {
       std::vector<uint64_t> expired;
       const int64_t now = NowMs();
       {
@@ -666,15 +664,16 @@ void DataConnection::ReadLoop() {
 
 absl::Status DataConnection::ReadOne() {
   ResponseHeader h;
-  absl::Status s = ReadFull(fd_, reinterpret_cast<char*>(&h), sizeof(h));
+  absl::Status s = stream_->ReadFull(reinterpret_cast<char*>(&h), sizeof(h));
   if (!s.ok()) return s;
   if (h.magic != kResponseMagic || h.ndims > kMaxDims || h.message_bytes > kMaxMessageBytes) {
     return absl::DataLossError("malformed response header");
   }
   std::vector<int64_t> dims(h.ndims);
   std::string message(h.message_bytes, '\0');
-  if (!(s = ReadFull(fd_, reinterpret_cast<char*>(dims.data()), dims.size() * 8)).ok()) return s;
-  if (!(s = ReadFull(fd_, message.data(), message.size())).ok()) return s;
+  if (!(s = stream_->ReadFull(reinterpret_cast<char*>(dims.data()), dims.size() * 8)).ok())
+    return s;
+  if (!(s = stream_->ReadFull(message.data(), message.size())).ok()) return s;
   bool wanted;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -694,7 +693,7 @@ absl::Status DataConnection::ReadOne() {
         who_);
   } else if (h.flags & kProtoPayload) {
     std::string buf(h.payload_bytes, '\0');
-    if (!(s = ReadFull(fd_, buf.data(), buf.size())).ok()) return s;
+    if (!(s = stream_->ReadFull(buf.data(), buf.size())).ok()) return s;
     h.payload_bytes = 0;
     tensorflow::TensorProto p;
     if (!p.ParseFromString(buf)) {
@@ -723,14 +722,14 @@ absl::Status DataConnection::ReadOne() {
       auto t = AllocateReceiveTensor(dtype, TensorShape(absl::Span<const int64_t>(dims)), bytes);
       if (t.ok()) {
         got.tensor = std::move(*t);
-        if (!(s = ReadFull(fd_, got.tensor.raw_data(), bytes)).ok()) return s;
+        if (!(s = stream_->ReadFull(got.tensor.raw_data(), bytes)).ok()) return s;
         h.payload_bytes = 0;
       } else {
         status = AnnotatePeerStatus(t.status().code(), std::string(t.status().message()), who_);
       }
     }
   }
-  if (h.payload_bytes > 0 && !(s = Drain(fd_, h.payload_bytes)).ok()) return s;
+  if (h.payload_bytes > 0 && !(s = Drain(stream_.get(), h.payload_bytes)).ok()) return s;
   Pending p;
   {
     std::lock_guard<std::mutex> l(mu_);

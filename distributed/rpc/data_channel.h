@@ -43,7 +43,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "distributed/rpc/secure_stream.h"
 #include "distributed/worker_interface.h"
+#include "util/tls_credentials.h"
 
 namespace graphrun {
 namespace distributed {
@@ -58,8 +60,15 @@ struct DataChannelOptions {
   // Largest rendezvous key a server accepts (larger: protocol error, the
   // connection is closed).
   int64_t max_key_bytes = int64_t{64} << 10;
-  // Bound on connecting to a peer's data port.
+  // Bound on connecting to a peer's data port (and on each handshake).
   int64_t connect_timeout_ms = 5000;
+  // The cluster token: both ends prove it (secure_stream.h) before any
+  // request ("": none; then a peer with one is refused).
+  std::string auth_token;
+  // With TLS material, every connection is mutual TLS: the server requires
+  // a client certificate of the CA, the client checks that the server's
+  // certificate names the host it dialled.
+  TlsCredentials tls;
   // Responses with a payload up to this size are written inline by the
   // thread that completes the RecvTensor (usually the sender's executor
   // thread: lowest latency); larger ones by the connection's writer thread.
@@ -89,6 +98,8 @@ class DataChannelServer {
   void Stop();
   // RecvTensor requests received so far.
   int64_t num_requests() const { return num_requests_.load(); }
+  // Connections dropped because the peer failed the TLS or token handshake.
+  int64_t num_refused() const { return num_refused_.load(); }
 
  private:
   class Conn;
@@ -103,6 +114,8 @@ class DataChannelServer {
   int port_ = 0;
   std::thread accept_thread_;
   std::atomic<int64_t> num_requests_{0};
+  std::atomic<int64_t> num_refused_{0};
+  std::shared_ptr<TlsContext> tls_;  // null: plaintext
   std::mutex mu_;
   bool stopped_ = false;
   std::vector<std::shared_ptr<Conn>> conns_;
@@ -143,8 +156,9 @@ class DataConnection {
     bool armed = false;
     absl::Status early_status;
   };
-  DataConnection(int fd, std::string who, DataChannelOptions options)
-      : fd_(fd), who_(std::move(who)), options_(options) {}
+  DataConnection(int fd, std::unique_ptr<ByteStream> stream, std::string who,
+                 DataChannelOptions options)
+      : fd_(fd), stream_(std::move(stream)), who_(std::move(who)), options_(options) {}
   void ReadLoop();
   absl::Status ReadOne();
   void Cancel(uint64_t id, absl::Status status);
@@ -152,6 +166,7 @@ class DataConnection {
   absl::Status WriteRequest(uint32_t type, uint64_t id, int64_t step_id, const std::string& key);
 
   const int fd_;
+  const std::unique_ptr<ByteStream> stream_;
   const std::string who_;
   const DataChannelOptions options_;
   std::thread reader_;

@@ -1,6 +1,10 @@
 // The data channel against a FakeRecvWorker: bit-exact tensors, dead
 // tensors, the serving side's errors, cancellation, size limits, and a
-// peer process killed mid-call (Unavailable naming it, promptly).
+// peer process killed mid-call (Unavailable naming it, promptly) — each in
+// plaintext, with a cluster token, under mutual TLS, and both. Then the
+// refusals: wrong or missing tokens, clients without the CA's certificate,
+// servers whose certificate does not name the host dialled; the server
+// keeps serving the cluster's own clients after each.
 #include "distributed/rpc/data_channel.h"
 
 #include <arpa/inet.h>
@@ -17,6 +21,7 @@
 #include "distributed/rpc/data_channel_testlib.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "util/tls_certs.h"
 
 namespace graphrun {
 namespace distributed {
@@ -44,20 +49,52 @@ absl::Status Recv(DataConnection& c, const std::string& key, RecvTensorResult* r
       [&](StatusCallback done) { c.RecvTensorAsync(opts, req, result, std::move(done)); });
 }
 
-class DataChannelTest : public ::testing::Test {
+// Certificates made once per test binary: a cluster CA with hosts
+// 127.0.0.1 and "elsewhere", and a second, unrelated CA.
+struct Certs {
+  std::string dir = ::testing::TempDir() + "/data_channel_certs";
+  std::string other = ::testing::TempDir() + "/data_channel_other_ca";
+  Certs() {
+    absl::Status s = MakeClusterCertificates(dir, {"127.0.0.1", "elsewhere"}, 1);
+    if (s.ok()) s = MakeClusterCertificates(other, {"127.0.0.1"}, 1);
+    if (!s.ok()) std::abort();
+  }
+  TlsCredentials Load(const std::string& d, const std::string& host) const {
+    return LoadTlsCredentials(d + "/ca.crt", d + "/" + host + ".crt", d + "/" + host + ".key")
+        .value();
+  }
+};
+const Certs& TestCerts() {
+  static const Certs* const certs = new Certs();
+  return *certs;
+}
+
+enum class Security { kPlain, kToken, kTls, kTlsAndToken };
+
+DataChannelOptions SecureOptions(Security sec) {
+  DataChannelOptions o;
+  if (sec == Security::kToken || sec == Security::kTlsAndToken) o.auth_token = "s3cret token";
+  if (sec == Security::kTls || sec == Security::kTlsAndToken) {
+    o.tls = TestCerts().Load(TestCerts().dir, "127.0.0.1");
+  }
+  return o;
+}
+
+class DataChannelTest : public ::testing::TestWithParam<Security> {
  protected:
   void SetUp() override {
     worker_.Add("small", RandomBytes(1024, 1));
     worker_.Add("big", RandomBytes(int64_t{64} << 20, 2));
     worker_.Add(
         "f32", Tensor::FromVector<float>({1.5f, -2.0f, 3.25f, 0.f, 7.f, 8.f}, TensorShape({2, 3})));
-    auto s = DataChannelServer::Start(&worker_, "127.0.0.1", DataChannelOptions());
+    auto s = DataChannelServer::Start(&worker_, "127.0.0.1", Options());
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
-    auto c = DataConnection::Connect("127.0.0.1", server_->port(), kWho, DataChannelOptions());
+    auto c = DataConnection::Connect("127.0.0.1", server_->port(), kWho, Options());
     ASSERT_TRUE(c.ok()) << c.status();
     conn_ = *c;
   }
+  DataChannelOptions Options() const { return SecureOptions(GetParam()); }
 
   test::FakeRecvWorker worker_;
   std::unique_ptr<DataChannelServer> server_;
@@ -70,7 +107,7 @@ bool SameBytes(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
 }
 
-TEST_F(DataChannelTest, SmallAndLargeTensorsAreBitExact) {
+TEST_P(DataChannelTest, SmallAndLargeTensorsAreBitExact) {
   for (const char* name : {"small", "big", "f32", "small"}) {
     RecvTensorResult r;
     ASSERT_TRUE(Recv(*conn_, absl::StrCat("t:", name), &r).ok()) << name;
@@ -87,7 +124,7 @@ TEST_F(DataChannelTest, SmallAndLargeTensorsAreBitExact) {
   EXPECT_EQ(server_->num_requests(), 4);
 }
 
-TEST_F(DataChannelTest, ConcurrentCallsShareTheConnection) {
+TEST_P(DataChannelTest, ConcurrentCallsShareTheConnection) {
   constexpr int kCalls = 64;
   std::vector<RecvTensorResult> results(kCalls);
   std::vector<absl::Status> statuses(kCalls);
@@ -111,7 +148,7 @@ TEST_F(DataChannelTest, ConcurrentCallsShareTheConnection) {
   }
 }
 
-TEST_F(DataChannelTest, DeadTensorAndServingErrorsTravelAsOnGrpc) {
+TEST_P(DataChannelTest, DeadTensorAndServingErrorsTravelAsOnGrpc) {
   RecvTensorResult r;
   ASSERT_TRUE(Recv(*conn_, "dead", &r).ok());
   EXPECT_TRUE(r.is_dead);
@@ -125,7 +162,7 @@ TEST_F(DataChannelTest, DeadTensorAndServingErrorsTravelAsOnGrpc) {
   EXPECT_TRUE(Recv(*conn_, "t:small", &r).ok());
 }
 
-TEST_F(DataChannelTest, CancelEndsTheCallAndTheServersWait) {
+TEST_P(DataChannelTest, CancelEndsTheCallAndTheServersWait) {
   CallOptions opts;
   RecvTensorResult r;
   RecvTensorRequest req;
@@ -155,7 +192,7 @@ TEST_F(DataChannelTest, CancelEndsTheCallAndTheServersWait) {
   EXPECT_TRUE(Recv(*conn_, "t:small", &r).ok());
 }
 
-TEST_F(DataChannelTest, TimeoutIsDeadlineExceeded) {
+TEST_P(DataChannelTest, TimeoutIsDeadlineExceeded) {
   CallOptions opts;
   opts.set_timeout_ms(200);
   RecvTensorResult r;
@@ -166,8 +203,8 @@ TEST_F(DataChannelTest, TimeoutIsDeadlineExceeded) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
 }
 
-TEST_F(DataChannelTest, OversizedTensorIsResourceExhaustedAndDrained) {
-  DataChannelOptions o;
+TEST_P(DataChannelTest, OversizedTensorIsResourceExhaustedAndDrained) {
+  DataChannelOptions o = Options();
   o.max_tensor_bytes = 4096;
   auto c = DataConnection::Connect("127.0.0.1", server_->port(), kWho, o);
   ASSERT_TRUE(c.ok());
@@ -179,7 +216,7 @@ TEST_F(DataChannelTest, OversizedTensorIsResourceExhaustedAndDrained) {
   EXPECT_EQ(r.tensor.TotalBytes(), 1024);
 }
 
-TEST_F(DataChannelTest, ServerStopIsUnavailableNamingThePeer) {
+TEST_P(DataChannelTest, ServerStopIsUnavailableNamingThePeer) {
   RecvTensorResult r;
   RecvTensorRequest req;
   req.set_rendezvous_key("hang");
@@ -207,7 +244,7 @@ TEST_F(DataChannelTest, ServerStopIsUnavailableNamingThePeer) {
 
 // A port held bound but not listening refuses connections, and no other
 // process can take it meanwhile (a stopped server's port could be reused).
-TEST_F(DataChannelTest, ConnectRefusedIsUnavailableNamingThePeer) {
+TEST_P(DataChannelTest, ConnectRefusedIsUnavailableNamingThePeer) {
   int held = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(held, 0);
   sockaddr_in addr{};
@@ -222,6 +259,146 @@ TEST_F(DataChannelTest, ConnectRefusedIsUnavailableNamingThePeer) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(c.status().message()), HasSubstr(kWho));
+}
+
+INSTANTIATE_TEST_SUITE_P(Security, DataChannelTest,
+                         ::testing::Values(Security::kPlain, Security::kToken, Security::kTls,
+                                           Security::kTlsAndToken),
+                         [](const ::testing::TestParamInfo<Security>& info) {
+                           switch (info.param) {
+                             case Security::kPlain:
+                               return "Plain";
+                             case Security::kToken:
+                               return "Token";
+                             case Security::kTls:
+                               return "Tls";
+                             default:
+                               return "TlsAndToken";
+                           }
+                         });
+
+// The serving side of the refusal tests: one server, the cluster's own
+// client checked before and after every stranger.
+class DataChannelRefusalTest : public ::testing::Test {
+ protected:
+  void StartServer(const DataChannelOptions& o) {
+    worker_.Add("small", RandomBytes(1024, 1));
+    auto s = DataChannelServer::Start(&worker_, "127.0.0.1", o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+  }
+  // Connects with `o` and, when that works, fetches one tensor.
+  absl::Status Try(const DataChannelOptions& o) {
+    auto c = DataConnection::Connect("127.0.0.1", server_->port(), kWho, o);
+    if (!c.ok()) return c.status();
+    RecvTensorResult r;
+    absl::Status s = Recv(**c, "t:small", &r);
+    if (s.ok() && r.tensor.TotalBytes() != 1024) return absl::InternalError("wrong tensor");
+    return s;
+  }
+  test::FakeRecvWorker worker_;
+  std::unique_ptr<DataChannelServer> server_;
+};
+
+TEST_F(DataChannelRefusalTest, TokenMismatchIsUnauthenticatedBothWays) {
+  DataChannelOptions good = SecureOptions(Security::kToken);
+  StartServer(good);
+  ASSERT_TRUE(Try(good).ok());
+
+  DataChannelOptions wrong = good;
+  wrong.auth_token = "not the token";
+  absl::Status s = Try(wrong);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("refused this task's token"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr(kWho));
+
+  s = Try(DataChannelOptions());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("requires the cluster token"));
+  EXPECT_EQ(server_->num_refused(), 1);  // the tokenless client hung up itself
+
+  // A stranger that connects and sends nothing is dropped after the
+  // handshake deadline, without holding up anyone else.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(server_->port());
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_TRUE(Try(good).ok());
+  close(fd);
+
+  EXPECT_TRUE(Try(good).ok());
+  EXPECT_EQ(worker_.num_cancelled(), 0);
+}
+
+TEST_F(DataChannelRefusalTest, ClientWithoutTokenRefusesAServerThatChecksNone) {
+  StartServer(DataChannelOptions());
+  absl::Status s = Try(SecureOptions(Security::kToken));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("does not check the cluster token"));
+}
+
+TEST_F(DataChannelRefusalTest, TlsRefusesStrangersAndKeepsServing) {
+  const Certs& certs = TestCerts();
+  DataChannelOptions good = SecureOptions(Security::kTls);
+  StartServer(good);
+  ASSERT_TRUE(Try(good).ok());
+
+  // Plaintext: the TLS server drops it; the client sees no hello.
+  absl::Status s = Try(DataChannelOptions());
+  EXPECT_FALSE(s.ok());
+  // A certificate of another CA: the server refuses it in the handshake.
+  DataChannelOptions stranger;
+  stranger.tls = certs.Load(certs.other, "127.0.0.1");
+  s = Try(stranger);
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(s.code() == absl::StatusCode::kUnauthenticated ||
+              s.code() == absl::StatusCode::kUnavailable)
+      << s;
+  EXPECT_TRUE(Try(good).ok());
+  // Wait (bounded) for the server's side of both handshakes to finish.
+  for (int i = 0; i < 100 && server_->num_refused() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(server_->num_refused(), 2);
+}
+
+TEST_F(DataChannelRefusalTest, ClientChecksTheServersCertificate) {
+  const Certs& certs = TestCerts();
+  // The server presents a certificate of the cluster CA, but for another
+  // host than the one dialled.
+  DataChannelOptions server_opts;
+  server_opts.tls = certs.Load(certs.dir, "elsewhere");
+  StartServer(server_opts);
+  absl::Status s = Try(SecureOptions(Security::kTls));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("certificate is refused"));
+  // A server whose certificate comes from another CA.
+  server_.reset();
+  DataChannelOptions other;
+  other.tls = certs.Load(certs.other, "127.0.0.1");
+  StartServer(other);
+  s = Try(SecureOptions(Security::kTls));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+}
+
+TEST(SecureStreamTest, BadTlsFilesAreInvalidArgumentNamingTheFile) {
+  const Certs& certs = TestCerts();
+  TlsCredentials mixed = certs.Load(certs.dir, "127.0.0.1");
+  TlsCredentials other = certs.Load(certs.other, "127.0.0.1");
+  mixed.key_pem = other.key_pem;  // a key that is not the certificate's
+  mixed.key_file = certs.other + "/127.0.0.1.key";
+  auto ctx = TlsContext::Create(mixed, /*server=*/true);
+  ASSERT_FALSE(ctx.ok());
+  EXPECT_EQ(ctx.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(ctx.status().message()), HasSubstr("does not belong to the certificate"));
+  auto missing = LoadTlsCredentials(certs.dir + "/ca.crt", certs.dir + "/127.0.0.1.crt", "");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  auto absent =
+      LoadTlsCredentials(certs.dir + "/ca.crt", certs.dir + "/nope.crt", certs.dir + "/x.key");
+  EXPECT_EQ(absent.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(absent.status().message()), HasSubstr("nope.crt"));
 }
 
 // A real peer process, killed with SIGKILL while the call waits.

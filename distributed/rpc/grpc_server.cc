@@ -71,6 +71,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   copts.data_channel = options.data_channel;
   copts.data.max_tensor_bytes = options.max_recv_tensor_bytes;
   copts.auth_token = options.auth_token;
+  copts.data.auth_token = options.auth_token;
+  copts.tls = options.tls;
+  copts.data.tls = options.tls;
   s->worker_cache_ = std::make_unique<GrpcWorkerCache>(options.cluster, copts);
 
   const OpRegistry* ops = options.op_registry ? options.op_registry : &DefaultOpRegistry();
@@ -138,13 +141,15 @@ absl::Status GrpcServer::Start() {
   if (started_) return absl::FailedPreconditionError("server already started");
   const std::string own_address = *options_.cluster.Address(options_.job, options_.task);
   options_.bind_host = ChooseBindHost(own_address, options_.bind_host);
-  if (!IsLoopbackHost(options_.bind_host) && options_.auth_token.empty()) {
+  if (!IsLoopbackHost(options_.bind_host) && options_.auth_token.empty() &&
+      !options_.tls.enabled()) {
     if (!options_.insecure) {
       return absl::FailedPreconditionError(absl::StrCat(
           "task ", task_name_, " would listen on ", options_.bind_host, " (its cluster entry is ",
           own_address,
           "), beyond loopback, where anyone who reaches the port may run graphs on it; give the "
-          "cluster a token (--auth_token_file or GRAPHRUN_AUTH_TOKEN), or --insecure to serve "
+          "cluster certificates (--tls_ca, --tls_cert, --tls_key; `graphrun tls init` makes them) "
+          "or a token (--auth_token_file or GRAPHRUN_AUTH_TOKEN), or --insecure to serve "
           "without credentials anyway, or --bind=127.0.0.1"));
     }
     std::cerr << "graphrun: warning: task " << task_name_ << " listens on " << options_.bind_host
@@ -159,11 +164,12 @@ absl::Status GrpcServer::Start() {
       return absl::InvalidArgumentError(absl::StrCat("bad address ", address));
     }
   }
-  // The data channel does not check the cluster token yet: with one, it
-  // stays off and tensors take the gRPC stream.
-  if (options_.data_channel != DataChannelMode::kOff && options_.auth_token.empty()) {
+  // The data channel checks the same credentials (secure_stream.h).
+  if (options_.data_channel != DataChannelMode::kOff) {
     DataChannelOptions dopts;
     dopts.max_tensor_bytes = options_.max_recv_tensor_bytes;
+    dopts.auth_token = options_.auth_token;
+    dopts.tls = options_.tls;
     auto ds = DataChannelServer::Start(worker_.get(), options_.bind_host, dopts);
     if (ds.ok()) {
       data_server_ = std::move(*ds);
@@ -176,7 +182,7 @@ absl::Status GrpcServer::Start() {
   grpc::ServerBuilder builder;
   // Never share a port with another process silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port_);
+  builder.AddListeningPort(listen, ServerCredentials(options_.tls), &bound_port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
   // Handlers block until their call completes (a RunStep for the whole

@@ -9,8 +9,8 @@
 // Listens where its cluster entry says (distributed/rpc/bind_address.h:
 // the entry's host if it is an address of this machine, else the wildcard
 // address) unless ServerOptions::bind_host says otherwise. A server that
-// would listen beyond loopback refuses to start unless
-// ServerOptions::insecure (no credentials exist yet), and then warns. Port:
+// would listen beyond loopback refuses to start without credentials (TLS
+// or a token) unless ServerOptions::insecure, and then warns. Port:
 // the task's address in the cluster spec, or ServerOptions::port when set
 // (0 = any free port, reported by bound_port()). With
 // ServerOptions::await_cluster, calls are answered Unavailable until
@@ -56,9 +56,12 @@ struct ServerOptions {
   // Listen beyond loopback although no credentials protect the task.
   bool insecure = false;
   // The cluster token: every call must carry it, and this task's calls to
-  // its peers carry it ("": none). With a token the data channel is off
-  // (tensors go over the gRPC stream, which checks it).
+  // its peers carry it ("": none). The data channel checks it too, with an
+  // HMAC handshake.
   std::string auth_token;
+  // Mutual TLS on every connection, gRPC and data channel, when enabled():
+  // peers and clients must present certificates of the cluster CA.
+  TlsCredentials tls;
   // -1: the port of the task's address in `cluster`; 0: any free port.
   int port = -1;
   int num_cpus = 1;          // CPU devices of the task

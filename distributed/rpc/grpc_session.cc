@@ -34,6 +34,11 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Create(const SessionOp
   } else {
     co.auth_token = options.auth_token;
   }
+  if (options.tls.enabled()) {
+    co.tls = options.tls;
+  } else {
+    GR_ASSIGN_OR_RETURN(co.tls, LoadTlsCredentials("", "", ""));
+  }
   s->stub_ = MasterService::NewStub(NewChannel(s->address_, co));
   return s;
 }

@@ -105,13 +105,27 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
   // One channel per peer, not shared through gRPC's global subchannel pool:
   // a peer's failure then stays with the channels that talk to it.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  if (options.auth_token.empty()) {
-    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (options.tls.enabled()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.tls.ca_pem;
+    ssl.pem_private_key = options.tls.key_pem;
+    ssl.pem_cert_chain = options.tls.cert_pem;
+    creds = grpc::SslCredentials(ssl);
   }
+  if (options.auth_token.empty()) return grpc::CreateCustomChannel(address, creds, args);
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> factories;
   factories.push_back(std::make_unique<TokenInterceptorFactory>(options.auth_token));
-  return grpc::experimental::CreateCustomChannelWithInterceptors(
-      address, grpc::InsecureChannelCredentials(), args, std::move(factories));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(address, creds, args,
+                                                                 std::move(factories));
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsCredentials& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = tls.ca_pem;
+  ssl.pem_key_cert_pairs.push_back({tls.key_pem, tls.cert_pem});
+  return grpc::SslServerCredentials(ssl);
 }
 
 bool TokensEqual(absl::string_view a, absl::string_view b) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "distributed/rpc/data_channel.h"
 #include "util/auth_token.h"
+#include "util/tls_credentials.h"
 
 namespace graphrun {
 namespace distributed {
@@ -56,7 +57,14 @@ struct ChannelOptions {
   int64_t control_timeout_ms = 20000;
   // The cluster token sent with every call ("": none).
   std::string auth_token;
+  // When enabled(): mutual TLS (this side's certificate, the peer's checked
+  // against the CA and the host dialled).
+  TlsCredentials tls;
 };
+
+// What a server listens with: mutual TLS requiring a client certificate of
+// the CA when `tls` is enabled, else plaintext.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsCredentials& tls);
 
 // The metadata key that carries the cluster token.
 inline constexpr char kAuthMetadataKey[] = "graphrun-auth-token";
@@ -65,7 +73,7 @@ bool TokensEqual(absl::string_view a, absl::string_view b);
 // (LoadAuthToken: util/auth_token.h.)
 using ::graphrun::LoadAuthToken;
 
-// An insecure channel to `address` with graphrun's settings (message
+// A channel to `address` (TLS when options.tls is enabled) with graphrun's settings (message
 // limits, quick reconnects so a restarted task is reachable at once, the
 // cluster token on every call).
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -95,7 +97,10 @@ std::string RunAndCapture(const std::vector<std::string>& args, int* exit_code) 
 
 TEST(ClusterCliTest, MultiProcessClusterRunsAGraph) {
   const std::string graphrun = Runfile("tools/graphrun");
-  Proc cluster = Spawn({graphrun, "cluster", "--ps=1", "--workers=2"});
+  const std::string token_file = absl::StrCat(::testing::TempDir(), "/cluster_token_", getpid());
+  unlink(token_file.c_str());
+  Proc cluster =
+      Spawn({graphrun, "cluster", "--ps=1", "--workers=2", "--token_file=" + token_file});
   ASSERT_GT(cluster.pid, 0);
   std::string spec = ReadLine(cluster.out_fd, 20000);
   ASSERT_FALSE(spec.empty()) << "no ClusterSpec line within 20 s";
@@ -105,16 +110,35 @@ TEST(ClusterCliTest, MultiProcessClusterRunsAGraph) {
       << spec;
   const std::string worker1 = m[2];
 
+  // The token file is the user's alone.
+  struct stat st;
+  ASSERT_EQ(stat(token_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+
   int code = 0;
-  std::string out = RunAndCapture({graphrun, "run", Runfile("examples/variables.pbtxt"),
-                                   "--target=grpc://" + worker1, "--fetch", "increment_again"},
-                                  &code);
+  std::string out = RunAndCapture(
+      {graphrun, "run", Runfile("examples/variables.pbtxt"), "--target=grpc://" + worker1,
+       "--fetch", "increment_again", "--auth_token_file=" + token_file},
+      &code);
   EXPECT_EQ(code, 0);
   EXPECT_THAT(out, HasSubstr("increment_again:0 = Tensor<int32, []: 10>"));
+
+  // A client without the token is refused, and the cluster keeps serving.
+  out = RunAndCapture({graphrun, "run", Runfile("examples/variables.pbtxt"),
+                       "--target=grpc://" + worker1, "--fetch", "increment_again"},
+                      &code);
+  EXPECT_EQ(code, 1);
+  out = RunAndCapture(
+      {graphrun, "run", Runfile("examples/variables.pbtxt"), "--target=grpc://" + worker1,
+       "--fetch", "increment_again", "--auth_token_file=" + token_file},
+      &code);
+  EXPECT_EQ(code, 0);
 
   kill(cluster.pid, SIGTERM);
   EXPECT_EQ(WaitExit(cluster.pid, 10000), 0);
   close(cluster.out_fd);
+  // --token_file was ours to choose: the cluster removes the token it wrote.
+  EXPECT_NE(access(token_file.c_str(), F_OK), 0);
   // The tasks are gone: the address refuses connections.
   out = RunAndCapture({graphrun, "run", Runfile("examples/variables.pbtxt"),
                        "--target=grpc://" + worker1, "--fetch", "increment_again"},
