@@ -91,16 +91,24 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartServerForLauncher(ServerOptions
     if (ReadSome(fd, line) == 0) return lost("the launcher went away before sending the cluster");
     if (line.size() > kMaxLineBytes) return lost("the launcher's cluster line is too long");
   }
-  close(fd);
   line.resize(line.find('\n'));
-  GR_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJson(line));
+  absl::StatusOr<ClusterSpec> parsed = ClusterSpec::FromJson(line);
+  if (!parsed.ok()) {
+    close(fd);
+    return parsed.status();
+  }
+  ClusterSpec spec = *std::move(parsed);
   absl::StatusOr<std::string> address = spec.Address(options.job, options.task);
   if (!address.ok() || !absl::EndsWith(*address, absl::StrCat(":", server->bound_port()))) {
+    close(fd);
     return absl::InvalidArgumentError(absl::StrCat("task ", task, ": the launcher's cluster ", line,
                                                    " does not name this task at port ",
                                                    server->bound_port()));
   }
   server->UpdateCluster(spec);
+  // Step 5: serving now; the launcher hands the cluster out only after.
+  SendAll(fd, "serving\n");
+  close(fd);
   if (cluster != nullptr) *cluster = std::move(spec);
   return server;
 }
@@ -176,19 +184,65 @@ absl::Status CollectPorts(std::vector<ChildProcess>& children, int timeout_ms) {
 }
 
 absl::Status SendCluster(ChildProcess& c, const ClusterSpec& cluster) {
-  if (c.launcher_fd < 0) return absl::OkStatus();
-  bool sent = SendAll(c.launcher_fd, cluster.ToJson() + "\n");
-  CloseLink(c);
-  if (!sent) {
-    return absl::UnavailableError(
-        absl::StrCat("task ", c.task, " went away before it received its cluster"));
-  }
-  return absl::OkStatus();
+  std::vector<ChildProcess*> one = {&c};
+  return SendCluster(one, cluster);
 }
 
 absl::Status SendCluster(std::vector<ChildProcess>& children, const ClusterSpec& cluster) {
+  std::vector<ChildProcess*> all;
+  for (ChildProcess& c : children) all.push_back(&c);
+  return SendCluster(all, cluster);
+}
+
+absl::Status SendCluster(const std::vector<ChildProcess*>& children, const ClusterSpec& cluster) {
   absl::Status first;
-  for (ChildProcess& c : children) first.Update(SendCluster(c, cluster));
+  const std::string line = cluster.ToJson() + "\n";
+  std::vector<ChildProcess*> waiting;
+  for (ChildProcess* c : children) {
+    if (c->launcher_fd < 0) continue;
+    if (!SendAll(c->launcher_fd, line)) {
+      CloseLink(*c);
+      first.Update(absl::UnavailableError(
+          absl::StrCat("task ", c->task, " went away before it received its cluster")));
+      continue;
+    }
+    waiting.push_back(c);
+  }
+  // Step 5: each task says "serving" once it took the cluster, so that the
+  // first call anyone makes to it is served. A task that exits instead
+  // closes its end (its exit is the launcher's to notice).
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(kLauncherWaitMs);
+  std::vector<std::string> buffers(waiting.size());
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      if (waiting[i]->launcher_fd >= 0) {
+        fds.push_back({waiting[i]->launcher_fd, POLLIN, 0});
+        which.push_back(i);
+      }
+    }
+    if (fds.empty()) break;
+    int r = poll(fds.data(), fds.size(), MsLeft(deadline));
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      for (size_t i : which) {
+        first.Update(absl::DeadlineExceededError(absl::StrCat(
+            "task ", waiting[i]->task, " did not start serving within ", kLauncherWaitMs, " ms")));
+        CloseLink(*waiting[i]);
+      }
+      break;
+    }
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      ChildProcess& c = *waiting[which[k]];
+      std::string& buffer = buffers[which[k]];
+      if (ReadSome(c.launcher_fd, buffer) == 0 || buffer.find('\n') != std::string::npos ||
+          buffer.size() > 64) {
+        CloseLink(c);
+      }
+    }
+  }
   return first;
 }
 

@@ -14,6 +14,9 @@
 //      first is named) and builds the ClusterSpec.
 //   4. The launcher writes the spec's JSON line to every task; each takes
 //      it as its cluster and starts serving.
+//   5. Each task writes "serving\n" and closes its end; the launcher
+//      returns from SendCluster once every task did (or exited), so the
+//      first call anyone makes is served, not refused as too early.
 #ifndef GRAPHRUN_DISTRIBUTED_LAUNCHER_LINK_H_
 #define GRAPHRUN_DISTRIBUTED_LAUNCHER_LINK_H_
 
@@ -67,11 +70,12 @@ absl::Status SpawnTask(const std::string& binary, const std::vector<std::string>
 absl::Status CollectPorts(std::vector<ChildProcess*> children, int timeout_ms);
 absl::Status CollectPorts(std::vector<ChildProcess>& children, int timeout_ms);
 
-// Sends `cluster` (its JSON line) to `c` and closes the link. Unavailable
-// naming the task when it is gone.
+// Sends `cluster` (its JSON line) to `c`, waits (bounded) until it serves
+// and closes the link. Unavailable naming the task when it is gone.
 absl::Status SendCluster(ChildProcess& c, const ClusterSpec& cluster);
 // To every child with a link; the first failure is returned.
 absl::Status SendCluster(std::vector<ChildProcess>& children, const ClusterSpec& cluster);
+absl::Status SendCluster(const std::vector<ChildProcess*>& children, const ClusterSpec& cluster);
 
 // Closes the launcher's end of `c`'s link, if open.
 void CloseLink(ChildProcess& c);

@@ -84,6 +84,22 @@ absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream*
          << results_file << ", summaries in " << summary_dir << ")\n";
   }
   std::string evaluated;
+  // The last evaluation's line up to its "final" value, and whether that
+  // was true.
+  std::string last_line;
+  bool emitted_final = false;
+  auto emit = [&](bool final) -> absl::Status {
+    const std::string line = absl::StrCat(last_line, final ? "true" : "false", "}");
+    emitted_final = final;
+    out << line << std::endl;
+    std::ofstream f(results_file, std::ios::app);
+    f << line << "\n";
+    if (!f) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("evaluator: cannot append to ", results_file));
+    }
+    return absl::OkStatus();
+  };
   auto idle_since = std::chrono::steady_clock::now();
   while (true) {
     if (c.stop != nullptr && c.stop->load()) return absl::CancelledError("evaluator: stopped");
@@ -103,27 +119,33 @@ absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream*
       TrainResult r;
       GR_RETURN_IF_ERROR(Evaluate(g, session, &r));
       const int64_t global_step = step[0].scalar<int64_t>();
-      const std::string line =
+      last_line =
           absl::StrCat("{\"global_step\": ", global_step, ", \"checkpoint\": ", JsonQuote(*latest),
                        ", \"test_accuracy\": ", FormatDoubleShortest(*r.test_accuracy),
-                       ", \"test_loss\": ", FormatDoubleShortest(*r.test_loss), ", \"final\": ",
-                       final && client::Saver::IsFinal(c.checkpoint_dir) ? "true" : "false", "}");
-      out << line << std::endl;
-      std::ofstream f(results_file, std::ios::app);
-      f << line << "\n";
-      if (!f) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("evaluator: cannot append to ", results_file));
+                       ", \"test_loss\": ", FormatDoubleShortest(*r.test_loss), ", \"final\": ");
+      // Final when the marker was set before the checkpoint was read, or is
+      // set now and the checkpoint is still the newest (the chief marks its
+      // last checkpoint final just after saving it).
+      bool is_final = final;
+      if (!is_final && client::Saver::IsFinal(c.checkpoint_dir)) {
+        auto newest = client::Saver::LatestCheckpoint(c.checkpoint_dir);
+        is_final = newest.ok() && *newest == *latest;
       }
+      GR_RETURN_IF_ERROR(emit(is_final));
       GR_RETURN_IF_ERROR(events->WriteScalars(
           global_step, {{"accuracy", *r.test_accuracy}, {"loss", *r.test_loss}}));
       GR_RETURN_IF_ERROR(events->Flush());
       evaluated = *latest;
       idle_since = std::chrono::steady_clock::now();
-      if (final) return absl::OkStatus();
+      if (is_final) return absl::OkStatus();
       continue;
     }
-    if (latest.ok() && final) return absl::OkStatus();  // evaluated already
+    if (latest.ok() && final) {
+      // Evaluated already. When the chief marked it final only after that
+      // evaluation, say so: the last line is always the final one.
+      if (!emitted_final) GR_RETURN_IF_ERROR(emit(true));
+      return absl::OkStatus();
+    }
     if (!latest.ok() && !absl::IsNotFound(latest.status())) return latest.status();
     if (c.eval_timeout_secs > 0 && std::chrono::steady_clock::now() - idle_since >
                                        std::chrono::duration<double>(c.eval_timeout_secs)) {
