@@ -32,6 +32,8 @@ const FlagSet& RunFlagSet() {
         .String("trace", "FILE", "write a Chrome trace (chrome://tracing) of the step")
         .String("run_metadata", "FILE", "write RunMetadata (.pbtxt: text, else binary)")
         .String("target", "TARGET", "session target: '' (local) or grpc://host:port")
+        .Repeated("device_filters", "/job:J[/task:T]",
+                  "grpc:// targets: the session uses (and needs) only these tasks' devices")
         .String("placement_report", "FILE",
                 "with --ps_tasks/--cluster: write the placement report (JSON)");
     AddPlacementFlags(*f);
@@ -131,6 +133,7 @@ absl::StatusOr<RunRequest> ParseRunArgs(absl::Span<const std::string> args) {
     GR_ASSIGN_OR_RETURN(req.device_count, ParseDevices(flags.GetString("devices")));
   }
   req.soft_placement = flags.GetBool("soft_placement");
+  req.device_filters = flags.GetAll("device_filters");
   req.log_device_placement = flags.GetBool("log_device_placement");
   constexpr int64_t kMaxThreads = 4096;
   GR_ASSIGN_OR_RETURN(req.inter_op_threads, flags.GetInt("inter_op_threads", 0, 0, kMaxThreads));

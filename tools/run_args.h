@@ -31,6 +31,7 @@ struct RunRequest {
   std::vector<std::pair<std::string, std::string>> feeds;
   std::map<std::string, int32_t> device_count;  // --devices CPU=2
   bool soft_placement = false;
+  std::vector<std::string> device_filters;  // ConfigProto.device_filters
   bool log_device_placement = false;
   int32_t inter_op_threads = 0;  // 0: the session's default
   int32_t intra_op_threads = 0;

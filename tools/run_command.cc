@@ -38,6 +38,7 @@ absl::StatusOr<SessionOptions> MakeSessionOptions(const RunRequest& req) {
   tensorflow::ConfigProto& config = options.config;
   for (const auto& [type, n] : req.device_count) (*config.mutable_device_count())[type] = n;
   config.set_allow_soft_placement(req.soft_placement);
+  for (const std::string& f : req.device_filters) config.add_device_filters(f);
   config.set_log_device_placement(req.log_device_placement);
   config.set_inter_op_parallelism_threads(req.inter_op_threads);
   config.set_intra_op_parallelism_threads(req.intra_op_threads);
