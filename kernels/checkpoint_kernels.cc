@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/file_access.h"
 #include "kernels/all_kernels.h"
 #include "kernels/array_util.h"
 #include "kernels/checkpoint_util.h"
@@ -58,6 +59,7 @@ class SaveV2Op : public OpKernel {
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(std::string prefix, ScalarString(*this, ctx, 0, "prefix"));
+    GR_RETURN_IF_ERROR(Annotate(*this, CheckFileAccess(ctx, prefix)));
     const int n = ctx->num_inputs() - 3;
     absl::Span<const std::string> names, slices;
     GR_RETURN_IF_ERROR(NamesAndSlices(*this, ctx, n, &names, &slices));
@@ -86,6 +88,7 @@ class RestoreV2Op : public OpKernel {
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(std::string prefix, ScalarString(*this, ctx, 0, "prefix"));
+    GR_RETURN_IF_ERROR(Annotate(*this, CheckFileAccess(ctx, prefix)));
     const int n = static_cast<int>(dtypes_.size());
     absl::Span<const std::string> names, slices;
     GR_RETURN_IF_ERROR(NamesAndSlices(*this, ctx, n, &names, &slices));
@@ -117,6 +120,10 @@ class MergeV2CheckpointsOp : public OpKernel {
     }
     GR_ASSIGN_OR_RETURN(std::string dest, ScalarString(*this, ctx, 1, "destination_prefix"));
     absl::Span<const std::string> s = sources->flat<std::string>();
+    GR_RETURN_IF_ERROR(Annotate(*this, CheckFileAccess(ctx, dest)));
+    for (const std::string& source : s) {
+      GR_RETURN_IF_ERROR(Annotate(*this, CheckFileAccess(ctx, source)));
+    }
     return Annotate(*this, checkpoint::MergeBundles(std::vector<std::string>(s.begin(), s.end()),
                                                     dest, options_));
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/file_access.h"
 #include "kernels/all_kernels.h"
 #include "kernels/array_util.h"
 #include "kernels/dataset_internal.h"
@@ -114,6 +115,7 @@ class IdxDatasetOp : public DatasetOpKernel {
   explicit IdxDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) { set_expensive(true); }
   absl::StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(std::string filename, ScalarString(ctx, 0, "filename"));
+    GR_RETURN_IF_ERROR(CheckFileAccess(ctx, filename));
     struct stat st;
     if (::stat(filename.c_str(), &st) != 0) {
       return absl::NotFoundError(absl::StrCat("IDX file '", filename, "' does not exist"));
@@ -149,7 +151,10 @@ class FixedLengthRecordDatasetOp : public DatasetOpKernel {
     if (f.dtype() != DT_STRING || f.dims() > 1) {
       return absl::InvalidArgumentError("filenames must be a string scalar or vector");
     }
-    for (const std::string& s : f.flat<std::string>()) o.filenames.push_back(s);
+    for (const std::string& s : f.flat<std::string>()) {
+      GR_RETURN_IF_ERROR(CheckFileAccess(ctx, s));
+      o.filenames.push_back(s);
+    }
     GR_ASSIGN_OR_RETURN(o.header_bytes, ScalarInt(ctx, 1, "header_bytes"));
     GR_ASSIGN_OR_RETURN(o.record_bytes, ScalarInt(ctx, 2, "record_bytes"));
     GR_ASSIGN_OR_RETURN(o.footer_bytes, ScalarInt(ctx, 3, "footer_bytes"));
@@ -277,6 +282,8 @@ class CacheDatasetOp : public DatasetOpKernel {
   absl::StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(DatasetPtr in, DatasetInput(ctx, 0));
     GR_ASSIGN_OR_RETURN(std::string filename, ScalarString(ctx, 1, "filename"));
+    // "" caches in memory.
+    if (!filename.empty()) GR_RETURN_IF_ERROR(CheckFileAccess(ctx, filename));
     return MakeCacheDataset(std::move(in), std::move(filename));
   }
 };

@@ -11,6 +11,8 @@
 
 namespace graphrun {
 
+class FileAccessPolicy;
+
 constexpr char kDeviceCpu[] = "CPU";
 constexpr char kDeviceGpu[] = "GPU";
 
@@ -32,6 +34,9 @@ class DeviceBase {
   // Random per process start; part of every rendezvous key this device
   // sends under, so a restarted task is detected.
   virtual uint64_t incarnation() const = 0;
+  // Files this device's kernels may touch (kernels/file_access.h); null:
+  // any (an in-process session's).
+  virtual const FileAccessPolicy* file_access() const { return nullptr; }
 };
 
 }  // namespace graphrun

@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::NewLocal(const DeviceMgrOp
     a.incarnation = NewIncarnation();
     devices.push_back(std::make_unique<Device>(a, pool, std::make_shared<ResourceMgr>(o.job)));
     devices.back()->set_intra_op_parallelism(threads);
+    devices.back()->set_file_access(o.file_access);
   }
   return std::make_unique<DeviceMgr>(std::move(devices));
 }

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/device_base.h"
+#include "kernels/file_access.h"
 #include "runtime/session.h"
 
 namespace graphrun {
@@ -29,6 +30,8 @@ class Device : public DeviceBase {
   uint64_t incarnation() const override { return attrs_.incarnation; }
   int intra_op_parallelism() const override { return intra_op_parallelism_; }
   void set_intra_op_parallelism(int n) { intra_op_parallelism_ = n; }
+  const FileAccessPolicy* file_access() const override { return file_access_.get(); }
+  void set_file_access(std::shared_ptr<const FileAccessPolicy> p) { file_access_ = std::move(p); }
   const DeviceAttributes& attributes() const { return attrs_; }
 
  private:
@@ -36,6 +39,7 @@ class Device : public DeviceBase {
   DeviceAttributes attrs_;
   std::shared_ptr<ThreadPool> intra_op_pool_;
   std::shared_ptr<ResourceMgr> resource_mgr_;
+  std::shared_ptr<const FileAccessPolicy> file_access_;  // null: any file
 };
 
 // A random 64-bit number, different in every process start.
@@ -47,6 +51,9 @@ struct DeviceMgrOptions {
   int task = 0;
   int num_cpus = 1;
   int intra_op_threads = 0;  // 0 = number of cores
+  // Files the devices' kernels may touch (kernels/file_access.h); null:
+  // any.
+  std::shared_ptr<const FileAccessPolicy> file_access;
 };
 
 class DeviceMgr {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/launcher_link.h"
 #include "distributed/local_cluster.h"
@@ -42,7 +43,9 @@ const FlagSet& ClusterFlagSet() {
         .String("token_file", "FILE",
                 "write the cluster's random token here (a new file, mode 0600; default: a "
                 "private directory under /tmp, printed on stderr)")
-        .String("auth_token_file", "FILE", "use this token instead of a random one");
+        .String("auth_token_file", "FILE", "use this token instead of a random one")
+        .String("allowed_dirs", "DIR,...",
+                "the only directories graphs may read or write files in (default: none)");
     return f;
   }();
   return *kFlags;
@@ -146,6 +149,8 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
     o.server.intra_op_threads = static_cast<int>(*intra);
     o.server.inter_op_threads = static_cast<int>(*inter);
     o.server.auth_token = token;
+    o.server.allowed_dirs = std::vector<std::string>(
+        absl::StrSplit(flags->GetString("allowed_dirs"), ',', absl::SkipEmpty()));
     auto cluster = distributed::LocalCluster::Start(o);
     if (!cluster.ok()) {
       err << StatusToLine(cluster.status()) << "\n";
@@ -170,7 +175,8 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
         return TaskCommand{{"server", "--cluster=" + placeholder.ToJson(), "--job=" + job,
                             absl::StrCat("--task=", i), absl::StrCat("--cpus=", *cpus),
                             absl::StrCat("--intra_op_threads=", *intra),
-                            absl::StrCat("--inter_op_threads=", *inter)},
+                            absl::StrCat("--inter_op_threads=", *inter),
+                            "--allowed_dirs=" + flags->GetString("allowed_dirs")},
                            {"GRAPHRUN_AUTH_TOKEN=" + token,
                             "GRAPHRUN_TLS_CA=", "GRAPHRUN_TLS_CERT=", "GRAPHRUN_TLS_KEY="},
                            ""};

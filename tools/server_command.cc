@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/launcher_link.h"
 #include "distributed/rpc/grpc_server.h"
@@ -31,6 +32,9 @@ const FlagSet& ServerFlagSet() {
                 "address to listen on (default: the task's cluster host if it is this "
                 "machine's, else 0.0.0.0)")
         .Bool("insecure", "serve beyond loopback without credentials")
+        .String("allowed_dirs", "DIR,...",
+                "the only directories graphs may read or write files in (checkpoints, "
+                "datasets); without it, graphs touch no file")
         .String("port", "N", "port to listen on (default: the task's port in the cluster)")
         .String("cpus", "N", "CPU devices of this task (default 1)")
         .String("intra_op_threads", "N", "threads inside one kernel (0: cores)")
@@ -78,6 +82,8 @@ absl::StatusOr<distributed::ServerOptions> ParseServerArgs(absl::Span<const std:
   }
   o.bind_host = flags.GetString("bind", "");
   o.insecure = flags.GetBool("insecure");
+  o.allowed_dirs =
+      std::vector<std::string>(absl::StrSplit(flags.GetString("allowed_dirs"), ',', absl::SkipEmpty()));
   GR_ASSIGN_OR_RETURN(Credentials creds, LoadCredentials(GetCredentialArgs(flags)));
   o.auth_token = std::move(creds.auth_token);
   o.tls = std::move(creds.tls);

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/loop/saver.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/rpc/grpc_session.h"
@@ -312,6 +313,8 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     std::vector<std::string> server_args;
     if (!c->bind_host.empty()) server_args.push_back("--bind=" + c->bind_host);
     if (c->insecure) server_args.push_back("--insecure");
+    server_args.push_back("--allowed_dirs=" +
+                          absl::StrJoin(client::trainer::TaskAllowedDirs(*c), ","));
     CredentialArgs creds{c->auth_token_file, c->tls_ca_file, c->tls_cert_file, c->tls_key_file};
     for (std::string& flag : creds.ToFlags()) server_args.push_back(std::move(flag));
     return ServerCommand(server_args, out, err);

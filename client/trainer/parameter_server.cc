@@ -297,6 +297,7 @@ distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
   so.inter_op_threads = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
   so.bind_host = c.bind_host;
   so.insecure = c.insecure;
+  so.allowed_dirs = TaskAllowedDirs(c);
   if (!c.tf_config.empty()) {
     // `graphrun train` checked the files when it parsed the flags; for a
     // library caller an unreadable file means no credentials (and a task

@@ -13,6 +13,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/trainer/trainer_internal.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/launcher_link.h"
@@ -88,7 +89,8 @@ TaskCommand ChildCommand(const TrainConfig& c, const std::string& log_dir, const
     const int inter = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
     return TaskCommand{
         {"server", "--cluster=" + spec_json, "--job=ps", absl::StrCat("--task=", index),
-         absl::StrCat("--intra_op_threads=", intra), absl::StrCat("--inter_op_threads=", inter)},
+         absl::StrCat("--intra_op_threads=", intra), absl::StrCat("--inter_op_threads=", inter),
+         "--allowed_dirs=" + absl::StrJoin(trainer::TaskAllowedDirs(c), ",")},
         env,
         log_file};
   }

@@ -46,6 +46,12 @@ absl::StatusOr<TrainResult> Export(const TrainConfig& c, absl::StatusOr<TrainRes
 
 }  // namespace
 
+std::vector<std::string> TaskAllowedDirs(const TrainConfig& c) {
+  std::vector<std::string> dirs = {c.data_dir};
+  if (!c.checkpoint_dir.empty()) dirs.push_back(c.checkpoint_dir);
+  return dirs;
+}
+
 absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
   if (!c.checkpoint_dir.empty()) {
     std::error_code ec;

@@ -131,6 +131,10 @@ struct TrainResult {
   std::optional<client::train::AllReducePlan> allreduce;
 };
 
+// The directories a task's graphs may touch on its server (--allowed_dirs):
+// the data and checkpoint directories.
+std::vector<std::string> TaskAllowedDirs(const TrainConfig& c);
+
 // Trains as configured; progress and the placement summary go to `log`
 // (may be null); with export_graph, the chief then writes the frozen
 // inference graph. Errors: InvalidArgument for a configuration that cannot

@@ -61,6 +61,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   dm.task = options.task;
   dm.num_cpus = options.num_cpus;
   dm.intra_op_threads = options.intra_op_threads;
+  if (options.allowed_dirs.has_value()) {
+    GR_ASSIGN_OR_RETURN(dm.file_access, FileAccessPolicy::Confined(*options.allowed_dirs));
+  }
   GR_ASSIGN_OR_RETURN(s->device_mgr_, DeviceMgr::NewLocal(dm));
   int inter = options.inter_op_threads > 0
                   ? options.inter_op_threads

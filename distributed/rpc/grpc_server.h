@@ -24,7 +24,9 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "distributed/cluster_spec.h"
@@ -62,6 +64,11 @@ struct ServerOptions {
   // Mutual TLS on every connection, gRPC and data channel, when enabled():
   // peers and clients must present certificates of the cluster CA.
   TlsCredentials tls;
+  // Directories the task's file-touching ops (SaveV2, RestoreV2, dataset
+  // readers, ...) may use: PermissionDenied naming the node and path
+  // elsewhere. An empty list: no file at all; nullopt: any file (servers
+  // inside the client's own process).
+  std::optional<std::vector<std::string>> allowed_dirs;
   // -1: the port of the task's address in `cluster`; 0: any free port.
   int port = -1;
   int num_cpus = 1;          // CPU devices of the task

@@ -5,13 +5,17 @@
 //     channel, both TLS); a client without certificates, and one with a
 //     certificate of another CA, are refused and learn nothing (no task
 //     name); the cluster keeps serving;
-//   - a token: the same with the right token, a wrong one and none.
+//   - a token: the same with the right token, a wrong one and none;
+//   - --allowed_dirs: SaveV2 and RestoreV2 on the PS work in the allowed
+//     directory and are PermissionDenied (naming the node and the path)
+//     anywhere else, and the server keeps serving.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -212,6 +216,97 @@ TEST(SecureClusterTest, TokenServesTheClusterAndRefusesStrangers) {
   }
   s = RunStep(cluster.target(), good, &sum);
   EXPECT_TRUE(s.ok()) << s;
+}
+
+// A SaveV2 of one float on the PS into `prefix`, or a RestoreV2 of it.
+tensorflow::GraphDef CheckpointGraph(const std::string& prefix, bool restore) {
+  tensorflow::GraphDef def;
+  const std::string ps = "/job:ps/task:0";
+  std::string text = absl::StrCat(R"(
+node { name: "prefix" op: "Const" device: ")",
+                                  ps, R"("
+  attr { key: "dtype" value { type: DT_STRING } }
+  attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { } string_val: ")",
+                                  prefix,
+                                  R"(" } } } }
+node { name: "names" op: "Const" device: ")",
+                                  ps, R"("
+  attr { key: "dtype" value { type: DT_STRING } }
+  attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { dim { size: 1 } }
+    string_val: "w" } } } }
+node { name: "slices" op: "Const" device: ")",
+                                  ps, R"("
+  attr { key: "dtype" value { type: DT_STRING } }
+  attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { dim { size: 1 } }
+    string_val: "" } } } }
+node { name: "w" op: "Const" device: ")",
+                                  ps, R"("
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 4.5 } } } })");
+  if (restore) {
+    absl::StrAppend(&text, R"(
+node { name: "restore" op: "RestoreV2" input: "prefix" input: "names" input: "slices"
+  device: ")",
+                    ps, R"(" attr { key: "dtypes" value { list { type: DT_FLOAT } } } })");
+  } else {
+    absl::StrAppend(&text, R"(
+node { name: "save" op: "SaveV2" input: "prefix" input: "names" input: "slices" input: "w"
+  device: ")",
+                    ps, R"(" attr { key: "dtypes" value { list { type: DT_FLOAT } } } })");
+  }
+  google::protobuf::TextFormat::ParseFromString(text, &def);
+  return def;
+}
+
+absl::Status RunCheckpointOp(const std::string& target, const std::string& prefix, bool restore,
+                             float* restored = nullptr) {
+  RegisterGrpcSession();
+  SessionOptions so;
+  so.target = target;
+  so.auth_token = "the-cluster-token";
+  auto s = NewSession(so);
+  if (!s.ok()) return s.status();
+  if (absl::Status c = (*s)->Create(CheckpointGraph(prefix, restore)); !c.ok()) return c;
+  auto r = restore ? (*s)->Run({}, {"restore"}, {}) : (*s)->Run({}, {}, {"save"});
+  if (!r.ok()) return r.status();
+  if (restored != nullptr) *restored = (*r)[0].scalar<float>();
+  return absl::OkStatus();
+}
+
+TEST(SecureClusterTest, FileOpsWorkOnlyUnderAllowedDirs) {
+  const std::string allowed = TmpDir() + "/allowed_ckpt";
+  const std::string elsewhere = TmpDir() + "/not_allowed";
+  std::filesystem::remove_all(allowed);
+  std::filesystem::remove_all(elsewhere);
+  std::filesystem::create_directories(allowed);
+  std::filesystem::create_directories(elsewhere);
+  const std::string token_file = TmpDir() + "/secure_token_dirs";
+  std::ofstream(token_file) << "the-cluster-token\n";
+  Cluster cluster;
+  ASSERT_TRUE(cluster
+                  .Start("secure_dirs",
+                         {"--auth_token_file=" + token_file, "--allowed_dirs=" + allowed}, {})
+                  .ok());
+  ASSERT_TRUE(RunCheckpointOp(cluster.target(), allowed + "/model.ckpt-1", false).ok());
+  EXPECT_TRUE(std::filesystem::exists(allowed + "/model.ckpt-1.index"));
+
+  for (const std::string& bad :
+       {elsewhere + "/model.ckpt-1", allowed + "/../not_allowed/model.ckpt-2"}) {
+    absl::Status s = RunCheckpointOp(cluster.target(), bad, false);
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("node 'save' (op SaveV2)"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("'" + bad + "'"));
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(elsewhere));
+  absl::Status s = RunCheckpointOp(cluster.target(), "/etc/passwd", true);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("node 'restore' (op RestoreV2)"));
+
+  // Still serving: the checkpoint saved in the allowed directory restores.
+  float restored = 0;
+  s = RunCheckpointOp(cluster.target(), allowed + "/model.ckpt-1", true, &restored);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(restored, 4.5f);
 }
 
 }  // namespace
