@@ -195,7 +195,8 @@ void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
         absl::StrCat(R"(TF_CONFIG={"cluster": )", cluster, R"(, "task": {"type": ")", t.job,
                      R"(", "index": )", t.index, "}}");
     std::vector<std::string> args =
-        t.job == "ps" ? std::vector<std::string>{"train", credentials} : train;
+        t.job == "ps" ? std::vector<std::string>{"train", credentials, "--checkpoint_dir=" + dir}
+                      : train;
     if (!tls_dir.empty()) {
       const std::string host = Hosts::address(t.host);
       args.push_back("--tls_ca=" + tls_dir + "/ca.crt");

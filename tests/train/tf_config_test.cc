@@ -162,7 +162,10 @@ void RunTfConfigCluster(const std::vector<std::string>& train_args, const std::s
                         std::chrono::seconds timeout, TfConfigRun* out) {
   const std::string logs = TempDir("tf_config_logs");
   Children children;
-  const size_t ps = children.Start("/job:ps/task:0", {"train"}, {TfConfig("ps", 0)}, logs);
+  // The ps gets the checkpoint directory too: its SaveV2 writes there,
+  // and a task touches only its own --checkpoint_dir and --data.
+  const size_t ps = children.Start("/job:ps/task:0", {"train", "--checkpoint_dir=" + ckpt},
+                                   {TfConfig("ps", 0)}, logs);
   std::vector<std::string> args = {"train"};
   args.insert(args.end(), train_args.begin(), train_args.end());
   args.push_back("--checkpoint_dir=" + ckpt);
@@ -275,7 +278,10 @@ TEST(TfConfigTest, ChiefAndWorkerDoNotWaitForEachOther) {
   Children children;
   const std::vector<std::string> args = {"train", "--data=" + std::string(kData), "--steps=40",
                                          "--checkpoint_dir=" + ckpt, "--format=json"};
-  const size_t ps = children.Start("/job:ps/task:0", {"train"}, {TfConfig("ps", 0)}, logs);
+  // The ps gets the checkpoint directory too: its SaveV2 writes there,
+  // and a task touches only its own --checkpoint_dir and --data.
+  const size_t ps = children.Start("/job:ps/task:0", {"train", "--checkpoint_dir=" + ckpt},
+                                   {TfConfig("ps", 0)}, logs);
   const size_t chief = children.Start("/job:chief/task:0", args, {TfConfig("chief", 0)}, logs);
   // The worker binds its port now but joins (gets its cluster) only after
   // the chief has finished.
@@ -317,7 +323,10 @@ TEST(TfConfigTest, ChiefWaitsForALatePs) {
   const size_t chief = children.Start("/job:chief/task:0", args, {TfConfig("chief", 0)}, logs);
   // The ps binds its port but answers Unavailable until it gets its
   // cluster, as a ps that is not up yet; the worker never joins.
-  const size_t ps = children.Start("/job:ps/task:0", {"train"}, {TfConfig("ps", 0)}, logs);
+  // The ps gets the checkpoint directory too: its SaveV2 writes there,
+  // and a task touches only its own --checkpoint_dir and --data.
+  const size_t ps = children.Start("/job:ps/task:0", {"train", "--checkpoint_dir=" + ckpt},
+                                   {TfConfig("ps", 0)}, logs);
   const size_t worker = children.Start("/job:worker/task:0", args, {TfConfig("worker", 0)}, logs);
   absl::StatusOr<distributed::ClusterSpec> spec = CollectCluster(children, ps, chief, worker);
   ASSERT_TRUE(spec.ok()) << spec.status();
