@@ -73,6 +73,88 @@ absl::Status WaitFd(int fd, short events, int64_t deadline_ms) {
   }
 }
 
+// The socket under a TLS stream, as a BIO of our own:
+//  - it sends with MSG_NOSIGNAL (OpenSSL's socket BIO uses write(2), and a
+//    peer that hung up would kill the process with SIGPIPE);
+//  - it gathers records (16 KiB each) into one buffer of up to kSendBuffer
+//    bytes and sends them together when full or flushed: one system call
+//    and one wake-up of the receiver per ~1 MiB instead of per record.
+struct SocketBio {
+  static constexpr size_t kSendBuffer = size_t{1} << 20;
+  int fd = -1;
+  std::string out;
+  size_t out_off = 0;
+  // 1: everything sent; 0: the socket is full; -1: error (errno).
+  int Drain() {
+    while (out_off < out.size()) {
+      ssize_t n = send(fd, out.data() + out_off, out.size() - out_off, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+      out_off += static_cast<size_t>(n);
+    }
+    out.clear();
+    out_off = 0;
+    return 1;
+  }
+};
+
+int BioWrite(BIO* b, const char* data, int len) {
+  BIO_clear_retry_flags(b);
+  auto* s = static_cast<SocketBio*>(BIO_get_data(b));
+  if (s->out.size() - s->out_off + static_cast<size_t>(len) > SocketBio::kSendBuffer) {
+    const int r = s->Drain();
+    if (r < 0) return -1;
+    if (r == 0) {
+      BIO_set_retry_write(b);
+      return -1;
+    }
+  }
+  s->out.append(data, static_cast<size_t>(len));
+  return len;
+}
+
+int BioRead(BIO* b, char* data, int len) {
+  BIO_clear_retry_flags(b);
+  auto* s = static_cast<SocketBio*>(BIO_get_data(b));
+  ssize_t n;
+  do {
+    n = recv(s->fd, data, static_cast<size_t>(len), 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(b);
+  return static_cast<int>(n);
+}
+
+long BioCtrl(BIO* b, int cmd, long, void*) {
+  auto* s = static_cast<SocketBio*>(BIO_get_data(b));
+  switch (cmd) {
+    case BIO_CTRL_FLUSH: {
+      BIO_clear_retry_flags(b);
+      const int r = s->Drain();
+      if (r == 0) BIO_set_retry_write(b);
+      return r;
+    }
+    case BIO_CTRL_WPENDING:
+      return static_cast<long>(s->out.size() - s->out_off);
+    default:
+      return 0;
+  }
+}
+
+const BIO_METHOD* SocketBioMethod() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "graphrun socket");
+    BIO_meth_set_write(m, BioWrite);
+    BIO_meth_set_read(m, BioRead);
+    BIO_meth_set_ctrl(m, BioCtrl);
+    BIO_meth_set_create(m, [](BIO* b) {
+      BIO_set_init(b, 1);
+      return 1;
+    });
+    return m;
+  }();
+  return method;
+}
+
 class PlainStream : public ByteStream {
  public:
   explicit PlainStream(int fd) : fd_(fd) {}
@@ -142,8 +224,9 @@ class PlainStream : public ByteStream {
 
 class TlsStream : public ByteStream {
  public:
-  TlsStream(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
-  ~TlsStream() override { SSL_free(ssl_); }
+  TlsStream(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) { bio_.fd = fd; }
+  ~TlsStream() override { SSL_free(ssl_); }  // frees the BIO, before bio_
+  SocketBio* socket_bio() { return &bio_; }
 
   absl::Status Handshake(bool server, int64_t deadline_ms) {
     while (true) {
@@ -214,7 +297,23 @@ class TlsStream : public ByteStream {
         if (!s.ok()) return s;
       }
     }
-    return absl::OkStatus();
+    // Send what the BIO gathered.
+    while (true) {
+      int r;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        r = static_cast<int>(BIO_flush(SSL_get_wbio(ssl_)));
+      }
+      if (r == 1) return absl::OkStatus();
+      if (r < 0) {
+        if (errno == EPIPE || errno == ECONNRESET) {
+          return absl::UnavailableError("connection closed by the peer (task died or stopped?)");
+        }
+        return Errno("TLS write");
+      }
+      absl::Status w = WaitFd(fd_, POLLOUT, 0);
+      if (!w.ok()) return w;
+    }
   }
 
   absl::StatusOr<bool> WaitReadable(int timeout_ms) override {
@@ -255,49 +354,9 @@ class TlsStream : public ByteStream {
 
   const int fd_;
   SSL* const ssl_;
-  std::mutex mu_;  // every call into ssl_
+  SocketBio bio_;
+  std::mutex mu_;  // every call into ssl_ (and bio_)
 };
-
-// A socket BIO that sends with MSG_NOSIGNAL: OpenSSL's own writes with
-// write(2), and a peer that hung up would kill the process with SIGPIPE.
-int BioWrite(BIO* b, const char* data, int len) {
-  BIO_clear_retry_flags(b);
-  ssize_t n;
-  do {
-    n = send(static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b))), data,
-             static_cast<size_t>(len), MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_write(b);
-  return static_cast<int>(n);
-}
-
-int BioRead(BIO* b, char* data, int len) {
-  BIO_clear_retry_flags(b);
-  ssize_t n;
-  do {
-    n = recv(static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b))), data,
-             static_cast<size_t>(len), 0);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(b);
-  return static_cast<int>(n);
-}
-
-long BioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
-
-const BIO_METHOD* NoSigpipeSocketMethod() {
-  static BIO_METHOD* const method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "graphrun socket");
-    BIO_meth_set_write(m, BioWrite);
-    BIO_meth_set_read(m, BioRead);
-    BIO_meth_set_ctrl(m, BioCtrl);
-    BIO_meth_set_create(m, [](BIO* b) {
-      BIO_set_init(b, 1);
-      return 1;
-    });
-    return m;
-  }();
-  return method;
-}
 
 absl::Status LoadPemInto(SSL_CTX* ctx, const TlsCredentials& c) {
   auto bio = [](const std::string& pem) {
@@ -410,6 +469,9 @@ absl::StatusOr<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsCredenti
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   // Nothing arrives after the handshake but data: no session tickets.
   SSL_CTX_set_num_tickets(ctx, 0);
+  // (Read-ahead, one recv for many records, measured no faster on loopback:
+  // the receiver's cost is the decryption and the copy out of OpenSSL's
+  // buffer, not the system calls.)
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_verify(
       ctx, server ? SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT : SSL_VERIFY_PEER, nullptr);
@@ -429,9 +491,9 @@ absl::StatusOr<std::unique_ptr<ByteStream>> NewTlsStream(int fd, const TlsContex
   if (ssl == nullptr) return absl::InternalError(absl::StrCat("SSL_new: ", SslErrors()));
   auto stream = std::make_unique<TlsStream>(fd, ssl);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  BIO* bio = BIO_new(NoSigpipeSocketMethod());
+  BIO* bio = BIO_new(SocketBioMethod());
   if (bio == nullptr) return absl::InternalError(absl::StrCat("BIO_new: ", SslErrors()));
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  BIO_set_data(bio, stream->socket_bio());
   SSL_set_bio(ssl, bio, bio);
   if (!server) {
     // The server's certificate must name the host this task dialled.
