@@ -229,7 +229,27 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
   if (cluster == nullptr) return absl::InvalidArgumentError("TF_CONFIG: missing field 'cluster'");
   auto spec = FromJsonValue(*cluster, "TF_CONFIG: cluster");
   if (!spec.ok()) return spec.status();
+  // Kubeflow's TFJob and SageMaker name the chief "master" (TF 1's name):
+  // it is the chief here, under one name for every task that reads this.
+  if (spec->num_tasks("master") > 0) {
+    if (spec->num_tasks("chief") > 0) {
+      return absl::InvalidArgumentError(
+          "TF_CONFIG: cluster has both a 'chief' and a 'master' job (master is the chief)");
+    }
+    ClusterSpec renamed;
+    for (const auto& [job, addrs] : spec->jobs()) {
+      for (const std::string& a : addrs) renamed.AddTask(job == "master" ? "chief" : job, a);
+    }
+    *spec = std::move(renamed);
+  }
   cfg.cluster = std::move(*spec);
+  // TFJob writes "environment": "cloud" (read by tf.contrib.learn <= 1.3).
+  if (const JsonValue* env = v->Find("environment"); env != nullptr) {
+    if (!env->is_string()) {
+      return absl::InvalidArgumentError("TF_CONFIG: environment must be a string");
+    }
+    cfg.environment = env->string_value();
+  }
   const JsonValue* task = v->Find("task");
   if (task == nullptr || !task->is_object()) {
     return absl::InvalidArgumentError("TF_CONFIG: missing object field 'task'");
@@ -238,7 +258,7 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
   if (type == nullptr || !type->is_string() || type->string_value().empty()) {
     return absl::InvalidArgumentError("TF_CONFIG: task.type must be a non-empty string");
   }
-  cfg.task_type = type->string_value();
+  cfg.task_type = type->string_value() == "master" ? "chief" : type->string_value();
   const JsonValue* index = task->Find("index");
   if (index == nullptr) {
     cfg.task_index = 0;

@@ -58,11 +58,14 @@ struct TfConfig {
   ClusterSpec cluster;
   std::string task_type;  // "chief", "worker", "ps", "evaluator", ...
   int task_index = 0;
+  std::string environment;  // "cloud" from TFJob; informational
 };
 
 // Parses TF_CONFIG. InvalidArgument naming the field ("TF_CONFIG: task.index
 // must be a non-negative integer"); the task must exist in the cluster
-// unless its type is "evaluator".
+// unless its type is "evaluator". As Kubeflow's TFJob and SageMaker write
+// it too: a "master" job and task type are the chief (renamed "chief" in
+// the result), and "environment" is kept.
 absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json);
 
 // "/job:J/replica:0/task:I".

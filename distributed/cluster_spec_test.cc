@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -93,6 +94,39 @@ TEST(ClusterSpecTest, ParsesTfConfig) {
   auto eval = ParseTfConfig(R"({"cluster": {"worker": ["w:1"]}, "task": {"type": "evaluator"}})");
   ASSERT_TRUE(eval.ok()) << eval.status();
   EXPECT_EQ(eval->task_index, 0);
+}
+
+// As Kubeflow's TFJob writes it (master, environment) and SageMaker's PS
+// layout (master + ps + worker): master is the chief, for every task.
+TEST(ClusterSpecTest, TfJobAndSageMakerTfConfig) {
+  const std::string cluster =
+      R"("cluster": {"master": ["job-master-0:2222"], "ps": ["job-ps-0:2222"],
+                     "worker": ["job-worker-0:2222", "job-worker-1:2222"]})";
+  auto master = ParseTfConfig(absl::StrCat(
+      "{", cluster, R"(, "task": {"type": "master", "index": 0}, "environment": "cloud"})"));
+  ASSERT_TRUE(master.ok()) << master.status();
+  EXPECT_EQ(master->task_type, "chief");
+  EXPECT_EQ(master->task_index, 0);
+  EXPECT_EQ(master->environment, "cloud");
+  EXPECT_EQ(*master->cluster.Address("chief", 0), "job-master-0:2222");
+  EXPECT_EQ(master->cluster.num_tasks("master"), 0);
+  auto worker =
+      ParseTfConfig(absl::StrCat("{", cluster, R"(, "task": {"type": "worker", "index": 1}})"));
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_EQ(worker->task_type, "worker");
+  EXPECT_EQ(worker->cluster.ToJson(), master->cluster.ToJson());
+  auto evaluator = ParseTfConfig(absl::StrCat(
+      "{", cluster, R"(, "task": {"type": "evaluator", "index": 0}, "environment": "cloud"})"));
+  ASSERT_TRUE(evaluator.ok()) << evaluator.status();
+  EXPECT_EQ(evaluator->task_type, "evaluator");
+  ExpectInvalid(ParseTfConfig(R"({"cluster": {"master": ["m:1"], "chief": ["c:1"]},
+                                  "task": {"type": "chief"}})")
+                    .status(),
+                "both a 'chief' and a 'master'");
+  ExpectInvalid(ParseTfConfig(R"({"cluster": {"worker": ["w:1"]}, "task": {"type": "worker"},
+                                  "environment": 3})")
+                    .status(),
+                "environment must be a string");
 }
 
 TEST(ClusterSpecTest, TfConfigErrorsNameTheField) {

@@ -191,9 +191,10 @@ void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
   Task* chief = nullptr;
   for (const Placed& t : tasks) {
     running.push_back(std::make_unique<Task>());
+    // As Kubeflow's TFJob writes it: with "environment".
     const std::string env =
         absl::StrCat(R"(TF_CONFIG={"cluster": )", cluster, R"(, "task": {"type": ")", t.job,
-                     R"(", "index": )", t.index, "}}");
+                     R"(", "index": )", t.index, R"(}, "environment": "cloud"})");
     std::vector<std::string> args =
         t.job == "ps" ? std::vector<std::string>{"train", credentials, "--checkpoint_dir=" + dir}
                       : train;
@@ -208,7 +209,11 @@ void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
     ASSERT_TRUE(Start(*running.back(), hosts.host(t.host), args, envs,
                       absl::StrCat(TmpDir(), "/", name, "_", t.job, t.index, ".log"))
                     .ok());
-    if (t.job == "worker" && t.index == 0) chief = running.back().get();
+    // The chief: "master" (TFJob, SageMaker) when there is one, else
+    // worker 0.
+    if (t.job == "master" || (t.job == "worker" && t.index == 0 && chief == nullptr)) {
+      chief = running.back().get();
+    }
   }
   ASSERT_NE(chief, nullptr);
   const int chief_rc = Wait(*chief, std::chrono::seconds(600));
@@ -216,7 +221,7 @@ void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
   ASSERT_EQ(chief_rc, 0) << chief_log;
   for (size_t i = 0; i < tasks.size(); ++i) {
     Task& t = *running[i];
-    if (tasks[i].job == "worker" && t.p.pid > 0) {
+    if (tasks[i].job == "worker" && t.p.pid > 0 && &t != chief) {
       EXPECT_EQ(Wait(t, std::chrono::seconds(120)), 0) << ReadAll(t.p.log_file);
     }
     if (tasks[i].job == "ps") {
@@ -337,6 +342,14 @@ TEST(NetnsTrainTest, PsTrainingAcrossThreeHostsWithAToken) {
                      EXPECT_EQ(log.find("/job:"), std::string::npos) << log;  // learns nothing else
                      std::cout << "a stranger without the token: " << log;
                    });
+}
+
+// SageMaker's parameter-server layout (and TFJob's with a master): the
+// chief is the "master" task, one PS and one worker besides, each on its
+// own host.
+TEST(NetnsTrainTest, MasterPsAndWorkerAcrossThreeHosts) {
+  TrainAcrossHosts(3, {{"ps", 0, 1, 2222}, {"master", 0, 2, 2222}, {"worker", 0, 3, 2222}}, {},
+                   "three_hosts_master");
 }
 
 // Four hosts, one task each: two PS tasks and two workers.
