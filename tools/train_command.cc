@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "client/loop/saver.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/slurm.h"
 #include "distributed/rpc/grpc_session.h"
 #include "graph/status.h"
 #include "kernels/dataset_util.h"
@@ -44,7 +45,11 @@ const FlagSet& TrainFlagSet() {
         .Bool("in_process",
               "the embedded cluster's tasks as gRPC servers in this process (default: one "
               "process per task)")
-        .String("ps", "N", "PS tasks of the embedded cluster (default 2)")
+        .String("ps", "N",
+                "PS tasks of the embedded cluster (default 2); under srun, the first N ranks "
+                "(default 1)")
+        .String("port_base", "P",
+                "under srun: a task listens on P + its rank on its node (default 2222)")
         .String("workers", "M", "worker tasks of the embedded cluster (default 2)")
         .Bool("sync",
               "synchronous replicas: every update averages one batch of every "
@@ -203,6 +208,17 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   }
   if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config != nullptr) {
     c.tf_config = tf_config;
+  } else if (distributed::UnderSlurm(std::getenv) && !c.local) {
+    // A task of `srun graphrun train`: the cluster from SLURM_* (TF_CONFIG,
+    // when set, wins). Exported, so that a ps task served as `graphrun
+    // server` reads the same.
+    distributed::SlurmOptions so;
+    GR_ASSIGN_OR_RETURN(int64_t num_ps, f.GetInt("ps", multi_worker ? 0 : 1, 0, 64));
+    GR_ASSIGN_OR_RETURN(int64_t port_base, f.GetInt("port_base", 2222, 1, 65535));
+    so.num_ps = static_cast<int>(num_ps);
+    so.port_base = static_cast<int>(port_base);
+    GR_ASSIGN_OR_RETURN(c.tf_config, distributed::TfConfigFromSlurm(std::getenv, so));
+    setenv("TF_CONFIG", c.tf_config.c_str(), 1);
   }
   const bool external = !c.tf_config.empty();
   if (mirrored || (multi_worker && !external)) {
