@@ -1,11 +1,13 @@
 #include "distributed/master.h"
 
+#include <chrono>
 #include <random>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "distributed/call_group_internal.h"
 #include "graph/status.h"
+#include "util/metrics.h"
 
 namespace graphrun {
 namespace distributed {
@@ -123,8 +125,14 @@ void Master::RunStepAsync(CallOptions* opts, const RunStepRequest& request,
                      " steps are running, the most it allows at once (--max_concurrent_steps)")));
     return;
   }
+  const auto start = std::chrono::steady_clock::now();
   absl::Status ran = (*s)->Run(opts, request, response);
   running_steps_.fetch_sub(1);
+  const MetricLabels code = {{"code", absl::StatusCodeToString(ran.code())}};
+  Metrics::Get().Increment("graphrun_steps_total", code);
+  Metrics::Get().Observe(
+      "graphrun_step_seconds", {},
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   done(ran);
 }
 

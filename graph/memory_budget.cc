@@ -17,6 +17,7 @@ namespace {
 
 std::atomic<int64_t> g_in_use{0};
 std::atomic<int64_t> g_peak{0};
+std::atomic<int64_t> g_tensors{0};
 std::atomic<int64_t> g_limit{0};  // 0: not set yet (the default)
 std::atomic<int64_t> g_cap{0};
 
@@ -56,6 +57,7 @@ MemoryLimits GetMemoryLimits() {
 
 int64_t TensorBytesInUse() { return g_in_use.load(std::memory_order_relaxed); }
 int64_t PeakTensorBytes() { return g_peak.load(std::memory_order_relaxed); }
+int64_t TensorsInUse() { return g_tensors.load(std::memory_order_relaxed); }
 
 std::string HumanBytes(int64_t bytes) {
   const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -135,19 +137,24 @@ absl::Status Reserve(int64_t bytes, bool checked, absl::string_view what) {
       if (g_in_use.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed)) break;
     }
     now += bytes;
+    if (bytes > 0) g_tensors.fetch_add(1, std::memory_order_relaxed);
     int64_t peak = g_peak.load(std::memory_order_relaxed);
     while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
     return absl::OkStatus();
   }
   const int64_t now = g_in_use.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (bytes > 0) g_tensors.fetch_add(1, std::memory_order_relaxed);
   int64_t peak = g_peak.load(std::memory_order_relaxed);
   while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
   return absl::OkStatus();
 }
 
-void Release(int64_t bytes) { g_in_use.fetch_sub(bytes, std::memory_order_relaxed); }
+void Release(int64_t bytes) {
+  g_in_use.fetch_sub(bytes, std::memory_order_relaxed);
+  if (bytes > 0) g_tensors.fetch_sub(1, std::memory_order_relaxed);
+}
 
 }  // namespace memory_internal
 }  // namespace graphrun

@@ -36,6 +36,8 @@ MemoryLimits GetMemoryLimits();
 // Bytes of tensor buffers alive now, and the most there were.
 int64_t TensorBytesInUse();
 int64_t PeakTensorBytes();
+// Tensor buffers alive now.
+int64_t TensorsInUse();
 
 // "2147483648", "512M", "8G", "1.5GiB", "64k" (powers of 1024), or
 // "50%" (of physical memory). InvalidArgument naming `flag` otherwise.

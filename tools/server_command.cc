@@ -36,6 +36,8 @@ const FlagSet& ServerFlagSet() {
                 "the only directories graphs may read or write files in (checkpoints, "
                 "datasets); without it, graphs touch no file")
         .String("port", "N", "port to listen on (default: the task's port in the cluster)")
+        .String("metrics_port", "P",
+                "serve Prometheus metrics at http://HOST:P/metrics (0: any free port, logged)")
         .String("cpus", "N", "CPU devices of this task (default 1)")
         .String("intra_op_threads", "N", "threads inside one kernel (0: cores)")
         .String("inter_op_threads", "N", "threads running independent nodes (0: cores)")
@@ -82,11 +84,13 @@ absl::StatusOr<distributed::ServerOptions> ParseServerArgs(absl::Span<const std:
   }
   o.bind_host = flags.GetString("bind", "");
   o.insecure = flags.GetBool("insecure");
-  o.allowed_dirs =
-      std::vector<std::string>(absl::StrSplit(flags.GetString("allowed_dirs"), ',', absl::SkipEmpty()));
+  o.allowed_dirs = std::vector<std::string>(
+      absl::StrSplit(flags.GetString("allowed_dirs"), ',', absl::SkipEmpty()));
   GR_ASSIGN_OR_RETURN(Credentials creds, LoadCredentials(GetCredentialArgs(flags)));
   o.auth_token = std::move(creds.auth_token);
   o.tls = std::move(creds.tls);
+  GR_ASSIGN_OR_RETURN(int64_t metrics_port, flags.GetInt("metrics_port", -1, -1, 65535));
+  o.metrics_port = static_cast<int>(metrics_port);
   GR_ASSIGN_OR_RETURN(int64_t port, flags.GetInt("port", -1, -1, 65535));
   o.port = static_cast<int>(port);
   GR_ASSIGN_OR_RETURN(int64_t cpus, flags.GetInt("cpus", 1, 1, 1024));
@@ -168,10 +172,14 @@ int ServerCommand(absl::Span<const std::string> args, std::ostream& out, std::os
   }
   err << "graphrun server: task " << (*server)->task_name() << " listening on "
       << (*server)->bind_host() << ":" << (*server)->bound_port() << std::endl;
+  if ((*server)->metrics_port() > 0) {
+    err << "graphrun server: metrics at http://" << (*server)->bind_host() << ":"
+        << (*server)->metrics_port() << "/metrics" << std::endl;
+  }
   int sig = 0;
   sigwait(&stop, &sig);
-  err << "graphrun server: task " << (*server)->task_name() << " stopping on signal " << sig
-      << std::endl;
+  err << "graphrun server: task " << (*server)->task_name() << " stopping on signal " << sig << "\n"
+      << std::flush;
   (*server)->Stop();
   return kExitOk;
 }

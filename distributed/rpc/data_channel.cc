@@ -20,6 +20,7 @@
 #include "graph/memory_budget.h"
 #include "graph/proto/tensor.pb.h"
 #include "graph/status.h"
+#include "util/metrics.h"
 
 namespace graphrun {
 namespace distributed {
@@ -297,6 +298,10 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
     }
     h.message_bytes = static_cast<uint32_t>(message.size());
     h.payload_bytes = r.bytes;
+    if (r.bytes > 0) {
+      Metrics::Get().Increment("graphrun_sent_bytes_total", {{"path", "data_channel"}},
+                               static_cast<double>(r.bytes));
+    }
     r.head.append(reinterpret_cast<const char*>(&h), sizeof(h));
     for (uint32_t i = 0; i < h.ndims; ++i) {
       int64_t d = t.dim_size(static_cast<int>(i));

@@ -11,9 +11,11 @@
 #include "distributed/rpc/grpc_services.h"
 #include "distributed/rpc/grpc_worker_client.h"
 #include "distributed/rpc/local_master.h"
+#include "graph/memory_budget.h"
 #include "graph/ops/all_ops.h"
 #include "graph/status.h"
 #include "kernels/all_kernels.h"
+#include "util/metrics.h"
 
 namespace graphrun {
 namespace distributed {
@@ -23,6 +25,49 @@ namespace {
 constexpr int64_t kShutdownGraceMs = 500;
 // Time peers get to take this task's last collective pieces.
 constexpr int kCollectiveDrainMs = 2000;
+
+// Counts every RPC served by method and status code
+// (graphrun_rpcs_total{method="/graphrun.WorkerService/RunGraph",code="OK"}).
+class RpcCounting : public grpc::experimental::Interceptor {
+ public:
+  explicit RpcCounting(grpc::experimental::ServerRpcInfo* info) : method_(info->method()) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const grpc::Status st = methods->GetSendStatus();
+      Metrics::Get().Increment(
+          "graphrun_rpcs_total",
+          {{"method", method_},
+           {"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(st.error_code()))}});
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string method_;
+};
+
+class RpcCountingFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new RpcCounting(info);
+  }
+};
+
+void DescribeMetrics() {
+  Metrics& m = Metrics::Get();
+  m.Describe("graphrun_rpcs_total", "counter", "RPCs served, by method and status code");
+  m.Describe("graphrun_steps_total", "counter", "steps run by this task's master, by status code");
+  m.Describe("graphrun_step_seconds", "histogram", "step latency at this task's master");
+  m.Describe("graphrun_recv_bytes_total", "counter",
+             "tensor bytes received from each peer task, by path");
+  m.Describe("graphrun_sent_bytes_total", "counter", "tensor bytes sent to peers, by path");
+  m.Gauge("graphrun_tensor_bytes", "bytes of tensor buffers alive in this process",
+          [] { return static_cast<double>(TensorBytesInUse()); });
+  m.Gauge("graphrun_tensors", "tensor buffers alive in this process",
+          [] { return static_cast<double>(TensorsInUse()); });
+}
 
 }  // namespace
 
@@ -195,6 +240,11 @@ absl::Status GrpcServer::Start() {
   // training run. Keep up to kMaxIdlePollers idle threads instead.
   constexpr int kMaxIdlePollers = 16;
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxIdlePollers);
+  {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(std::make_unique<RpcCountingFactory>());
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+  }
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(master_service_.get());
   server_ = builder.BuildAndStart();
@@ -205,6 +255,17 @@ absl::Status GrpcServer::Start() {
         absl::StrCat("task ", task_name_, ": cannot listen on ", listen, " (port in use?)"));
   }
   if (data_server_ != nullptr) worker_service_->set_data_port(data_server_->port());
+  if (options_.metrics_port >= 0) {
+    DescribeMetrics();
+    auto ms = MetricsHttpServer::Start(options_.bind_host, options_.metrics_port);
+    if (!ms.ok()) {
+      server_->Shutdown();
+      server_.reset();
+      data_server_.reset();
+      return absl::UnavailableError(absl::StrCat("task ", task_name_, ": ", ms.status().message()));
+    }
+    metrics_server_ = *std::move(ms);
+  }
   // Sessions in this process reach the master without gRPC.
   local_target_ = target();
   LocalMaster::Register(local_target_, master_.get());
@@ -215,6 +276,11 @@ absl::Status GrpcServer::Start() {
 int GrpcServer::data_port() const {
   std::lock_guard<std::mutex> l(mu_);
   return data_server_ != nullptr ? data_server_->port() : 0;
+}
+
+int GrpcServer::metrics_port() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return metrics_server_ != nullptr ? metrics_server_->port() : 0;
 }
 
 GrpcWorkerClient::RecvTensorCounts GrpcServer::recv_tensor_counts() const {
@@ -239,6 +305,7 @@ void GrpcServer::Stop() {
   // connections close, so peers see the task go at once.
   worker_service_->set_data_port(0);
   if (data_server_ != nullptr) data_server_->Stop();
+  metrics_server_.reset();
   server_->Shutdown(DeadlineAfterMs(kShutdownGraceMs));
   server_->Wait();
   std::lock_guard<std::mutex> l(mu_);

@@ -37,6 +37,7 @@
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/grpc_worker_client.h"
 #include "distributed/worker.h"
+#include "util/metrics_http.h"
 
 namespace grpc {
 class Server;
@@ -91,6 +92,9 @@ struct ServerOptions {
   // ms, a peer dead after this many unanswered in a row. 0: none.
   int64_t heartbeat_interval_ms = 1000;
   int heartbeat_misses = 3;
+  // Prometheus metrics (util/metrics.h) over HTTP at bind_host:metrics_port
+  // /metrics; -1: none, 0: any free port (metrics_port() says which).
+  int metrics_port = -1;
   // Sessions, concurrent steps and graph sizes this task serves at most.
   ServingLimits limits;
   // Serve only after UpdateCluster() (calls before get Unavailable).
@@ -120,6 +124,8 @@ class GrpcServer {
   const std::string& bind_host() const { return options_.bind_host; }
   // The data channel's port; 0 when it is off (or not started).
   int data_port() const;
+  // The metrics endpoint's port; 0 when there is none.
+  int metrics_port() const;
   // RecvTensor calls this task made to peers, per path.
   GrpcWorkerClient::RecvTensorCounts recv_tensor_counts() const;
   // "grpc://127.0.0.1:PORT" (the bind host, or 127.0.0.1 for 0.0.0.0).
@@ -158,6 +164,7 @@ class GrpcServer {
   std::unique_ptr<ServingGate> gate_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<DataChannelServer> data_server_;
+  std::unique_ptr<MetricsHttpServer> metrics_server_;
   int bound_port_ = 0;
   std::string local_target_;  // registered with LocalMaster while started
 

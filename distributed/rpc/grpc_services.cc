@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "distributed/rpc/grpc_util.h"
+#include "util/metrics.h"
 
 namespace graphrun {
 namespace distributed {
@@ -157,6 +158,8 @@ grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* ctx, const RecvT
   }
   const int64_t total = t.TotalBytes();
   meta->set_total_bytes(total);
+  Metrics::Get().Increment("graphrun_sent_bytes_total", {{"path", "grpc"}},
+                           static_cast<double>(total));
   int64_t offset = 0;
   grpc::WriteOptions wo;
   do {

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
+#include "util/metrics.h"
 
 namespace graphrun {
 namespace distributed {
@@ -134,7 +135,8 @@ int64_t NowMs() {
 
 GrpcWorkerClient::GrpcWorkerClient(std::string task, std::string address,
                                    std::shared_ptr<grpc::Channel> channel, ChannelOptions options)
-    : who_(absl::StrCat("task ", task, " (", address, ")")),
+    : task_(task),
+      who_(absl::StrCat("task ", task, " (", address, ")")),
       address_(std::move(address)),
       options_(options),
       channel_(std::move(channel)),
@@ -214,11 +216,21 @@ void GrpcWorkerClient::CleanupAllAsync(const CleanupAllRequest& request,
 }
 void GrpcWorkerClient::RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
                                        RecvTensorResult* response, StatusCallback done) {
+  // Bytes received per peer and path (graphrun_recv_bytes_total).
+  auto counted = [this, response](const char* path, StatusCallback done) {
+    return [task = task_, path, response, done = std::move(done)](const absl::Status& s) {
+      if (s.ok() && response->tensor.IsInitialized()) {
+        Metrics::Get().Increment("graphrun_recv_bytes_total", {{"peer", task}, {"path", path}},
+                                 static_cast<double>(response->tensor.TotalBytes()));
+      }
+      done(s);
+    };
+  };
   if (options_.data_channel != DataChannelMode::kOff) {
     auto conn = DataConnectionForRecv();
     if (conn.ok()) {
       num_data_channel_.fetch_add(1);
-      (*conn)->RecvTensorAsync(opts, request, response, std::move(done));
+      (*conn)->RecvTensorAsync(opts, request, response, counted("data_channel", std::move(done)));
       return;
     }
     if (options_.data_channel == DataChannelMode::kRequired) {
@@ -227,8 +239,8 @@ void GrpcWorkerClient::RecvTensorAsync(CallOptions* opts, const RecvTensorReques
     }
   }
   num_grpc_.fetch_add(1);
-  auto* reactor =
-      new RecvTensorReactor(who_, options_.data.max_tensor_bytes, opts, response, std::move(done));
+  auto* reactor = new RecvTensorReactor(who_, options_.data.max_tensor_bytes, opts, response,
+                                        counted("grpc", std::move(done)));
   reactor->Start(stub_.get(), request);
 }
 

@@ -79,6 +79,7 @@ class GrpcWorkerClient : public WorkerInterface {
   absl::StatusOr<std::shared_ptr<DataConnection>> DataConnectionForRecv();
   absl::StatusOr<std::shared_ptr<DataConnection>> Negotiate();
 
+  const std::string task_;
   const std::string who_;
   const std::string address_;
   const ChannelOptions options_;

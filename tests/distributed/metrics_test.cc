@@ -1,0 +1,236 @@
+// Prometheus metrics of real task processes: a PS and a worker (`graphrun
+// server --metrics_port=0`), five steps that each move 4 MiB from the PS to
+// the worker. The worker's /metrics has exactly 5 OK steps, a latency
+// histogram of 5, and 5 x 4 MiB received from the PS; the PS's has 5 OK
+// RunGraph RPCs and 5 x 4 MiB sent. Then Debian's real `prometheus`
+// scrapes the worker and its query API answers graphrun_steps_total = 5.
+// Skipped, saying so, without /usr/bin/prometheus (for that part only).
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "distributed/launcher_link.h"
+#include "distributed/process_util.h"
+#include "distributed/rpc/grpc_session.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "runtime/session.h"
+
+namespace graphrun {
+namespace distributed {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TmpDir() { return std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"; }
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req =
+      absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) < 0) {
+    close(fd);
+    return "";
+  }
+  std::string out;
+  char buf[8192];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, n);
+  close(fd);
+  return out;
+}
+
+// The value of one series line "NAME{labels} V" in an exposition; -1 if absent.
+double Series(const std::string& text, const std::string& series) {
+  const std::string key = series + " ";
+  size_t at = text.find("\n" + key);
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + 1 + key.size()));
+}
+
+// The metrics port a `graphrun server` logged (bounded wait).
+int MetricsPort(const std::string& log) {
+  const std::regex re("metrics at http://[^:]+:([0-9]+)/metrics");
+  for (int i = 0; i < 200; ++i) {
+    std::smatch m;
+    const std::string text = ReadAll(log);
+    if (std::regex_search(text, m, re)) return std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+tensorflow::GraphDef CrossTaskGraph() {
+  tensorflow::GraphDef def;
+  google::protobuf::TextFormat::ParseFromString(R"(
+node { name: "dims" op: "Const" device: "/job:ps/task:0"
+  attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } }
+    int_val: 1048576 } } } }
+node { name: "v" op: "Const" device: "/job:ps/task:0"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
+node { name: "big" op: "Fill" input: "dims" input: "v" device: "/job:ps/task:0"
+  attr { key: "T" value { type: DT_FLOAT } } attr { key: "index_type" value { type: DT_INT32 } } }
+node { name: "axis" op: "Const" device: "/job:worker/task:0"
+  attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 0 } } } }
+node { name: "sum" op: "Sum" input: "big" input: "axis" device: "/job:worker/task:0"
+  attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tidx" value { type: DT_INT32 } }
+  attr { key: "keep_dims" value { b: false } } })",
+                                                &def);
+  return def;
+}
+
+TEST(MetricsTest, TasksServePrometheusMetricsAndPrometheusScrapesThem) {
+  std::vector<ChildProcess> tasks;
+  struct Stop {
+    std::vector<ChildProcess>* t;
+    ~Stop() { StopProcesses(*t, 5000); }
+  } stop{&tasks};
+  ClusterSpec placeholder;
+  placeholder.AddTask("ps", "127.0.0.1:0");
+  placeholder.AddTask("worker", "127.0.0.1:0");
+  const std::string graphrun = std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/tools/graphrun";
+  for (const char* job : {"ps", "worker"}) {
+    ChildProcess c;
+    c.task = TaskName(job, 0);
+    c.log_file = absl::StrCat(TmpDir(), "/metrics_", job, ".log");
+    ASSERT_TRUE(
+        SpawnTask(graphrun,
+                  {"server", "--cluster=" + placeholder.ToJson(), absl::StrCat("--job=", job),
+                   "--task=0", "--metrics_port=0", "--intra_op_threads=1", "--inter_op_threads=2"},
+                  {"GRAPHRUN_AUTH_TOKEN=metrics-token"}, c)
+            .ok());
+    tasks.push_back(c);
+  }
+  ASSERT_TRUE(CollectPorts(tasks, 60000).ok());
+  ClusterSpec spec;
+  spec.AddTask("ps", absl::StrCat("127.0.0.1:", tasks[0].port));
+  spec.AddTask("worker", absl::StrCat("127.0.0.1:", tasks[1].port));
+  ASSERT_TRUE(SendCluster(tasks, spec).ok());
+  const int ps_metrics = MetricsPort(tasks[0].log_file);
+  const int worker_metrics = MetricsPort(tasks[1].log_file);
+  ASSERT_GT(ps_metrics, 0) << ReadAll(tasks[0].log_file);
+  ASSERT_GT(worker_metrics, 0) << ReadAll(tasks[1].log_file);
+
+  RegisterGrpcSession();
+  SessionOptions so;
+  so.target = absl::StrCat("grpc://", *spec.Address("worker", 0));
+  so.auth_token = "metrics-token";
+  auto session = NewSession(so);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Create(CrossTaskGraph()).ok());
+  for (int i = 0; i < 5; ++i) {
+    auto r = (*session)->Run({}, {"sum"}, {});
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  constexpr double kBytes = 5.0 * 4 * 1048576;
+  const std::string worker = HttpGet(worker_metrics, "/metrics");
+  EXPECT_THAT(worker, HasSubstr("HTTP/1.1 200 OK"));
+  EXPECT_EQ(Series(worker, "graphrun_steps_total{code=\"OK\"}"), 5) << worker;
+  EXPECT_EQ(Series(worker, "graphrun_step_seconds_count"), 5) << worker;
+  EXPECT_EQ(Series(worker,
+                   "graphrun_recv_bytes_total{peer=\"/job:ps/replica:0/task:0\","
+                   "path=\"data_channel\"}"),
+            kBytes)
+      << worker;
+  EXPECT_GE(Series(worker, "graphrun_tensor_bytes"), 0) << worker;
+  EXPECT_GE(Series(worker, "graphrun_tensors"), 0) << worker;
+  const std::string ps = HttpGet(ps_metrics, "/metrics");
+  EXPECT_EQ(Series(ps,
+                   "graphrun_rpcs_total{method=\"/graphrun.distributed.WorkerService/"
+                   "RunGraph\",code=\"OK\"}"),
+            5)
+      << ps;
+  EXPECT_EQ(Series(ps, "graphrun_sent_bytes_total{path=\"data_channel\"}"), kBytes) << ps;
+  // The PS's master ran no step.
+  EXPECT_EQ(Series(ps, "graphrun_steps_total{code=\"OK\"}"), -1) << ps;
+
+  if (access("/usr/bin/prometheus", X_OK) != 0) {
+    GTEST_SKIP() << "/usr/bin/prometheus is not installed (Debian's prometheus): the real "
+                    "scrape is not checked";
+  }
+  // Debian's Prometheus, scraping the worker every second.
+  const std::string dir = TmpDir() + "/prometheus";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/prometheus.yml")
+      << "global:\n  scrape_interval: 1s\n"
+      << "scrape_configs:\n  - job_name: graphrun\n    static_configs:\n"
+      << "      - targets: ['127.0.0.1:" << worker_metrics << "']\n";
+  int prom_port = 0;
+  {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    prom_port = ntohs(a.sin_port);
+    close(fd);
+  }
+  std::vector<ChildProcess> prom(1);
+  prom[0].task = "prometheus";
+  prom[0].log_file = dir + "/prometheus.log";
+  auto pid = SpawnProcess(
+      "/usr/bin/prometheus",
+      {"--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/data",
+       absl::StrCat("--web.listen-address=127.0.0.1:", prom_port)},
+      {}, prom[0].log_file);
+  ASSERT_TRUE(pid.ok());
+  prom[0].pid = *pid;
+  struct StopProm {
+    std::vector<ChildProcess>* p;
+    ~StopProm() { StopProcesses(*p, 5000); }
+  } stop_prom{&prom};
+  std::string answer;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    answer = HttpGet(prom_port, "/api/v1/query?query=graphrun_steps_total");
+    if (answer.find("\"5\"]") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  EXPECT_THAT(answer, HasSubstr("\"__name__\":\"graphrun_steps_total\""))
+      << answer << "\n"
+      << ReadAll(prom[0].log_file);
+  EXPECT_THAT(answer, HasSubstr("\"code\":\"OK\"")) << answer;
+  EXPECT_THAT(answer, HasSubstr("\"5\"]")) << answer;
+  std::cout << "Prometheus answered: " << answer.substr(answer.find("\r\n\r\n") + 4) << "\n";
+}
+
+}  // namespace
+}  // namespace distributed
+}  // namespace graphrun
