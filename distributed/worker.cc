@@ -80,6 +80,11 @@ void Worker::GetStatusAsync(const GetStatusRequest&, GetStatusResponse* response
   done(absl::OkStatus());
 }
 
+int64_t Worker::num_sessions() {
+  std::lock_guard<std::mutex> l(mu_);
+  return static_cast<int64_t>(sessions_.size());
+}
+
 void Worker::CreateWorkerSessionAsync(const CreateWorkerSessionRequest& request,
                                       CreateWorkerSessionResponse*, StatusCallback done) {
   if (request.session_handle().empty()) {

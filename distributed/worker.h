@@ -49,6 +49,9 @@ class Worker : public WorkerInterface {
   void RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
                        RecvTensorResult* response, StatusCallback done) override;
 
+  // Sessions open now.
+  int64_t num_sessions();
+
   // Aborts every running step (server shutdown).
   void AbortAll(const absl::Status& status);
 

@@ -17,6 +17,7 @@
 #include "tools/run_args.h"
 #include "tools/run_command.h"
 #include "tools/server_command.h"
+#include "tools/status_command.h"
 #include "tools/tls_command.h"
 #include "tools/train_command.h"
 
@@ -40,6 +41,8 @@ const Subcommand kSubcommands[] = {
      ClusterUsage},
     {"train", "train a model of the zoo (mlp, cnn) locally or on a local PS cluster", TrainCommand,
      TrainUsage},
+    {"status", "a running cluster's tasks, sessions, steps/s and bytes per peer", StatusCommand,
+     StatusUsage},
     {"tls", "make a cluster CA and host certificates (tls init DIR --hosts=...)", TlsCommand,
      TlsUsage},
 };

@@ -10,8 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "client/loop/saver.h"
 #include "distributed/cluster_spec.h"
-#include "distributed/slurm.h"
 #include "distributed/rpc/grpc_session.h"
+#include "distributed/slurm.h"
 #include "graph/status.h"
 #include "kernels/dataset_util.h"
 #include "tools/credential_flags.h"
@@ -80,6 +80,8 @@ const FlagSet& TrainFlagSet() {
                 "under TF_CONFIG: address to listen on (default: the task's cluster host if "
                 "it is this machine's, else 0.0.0.0)")
         .Bool("insecure", "under TF_CONFIG: serve beyond loopback without credentials")
+        .String("metrics_port", "P",
+                "under TF_CONFIG: serve Prometheus metrics at http://HOST:P/metrics")
         .Bool("evaluator",
               "evaluate each new checkpoint of --checkpoint_dir on the test set (one JSON line "
               "each) until the chief's final one, instead of training")
@@ -245,6 +247,8 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   c.evaluator = f.GetBool("evaluator");
   c.bind_host = f.GetString("bind", "");
   c.insecure = f.GetBool("insecure");
+  GR_ASSIGN_OR_RETURN(int64_t metrics_port, f.GetInt("metrics_port", -1, -1, 65535));
+  c.metrics_port = static_cast<int>(metrics_port);
   const CredentialArgs creds = GetCredentialArgs(f);
   c.auth_token_file = creds.auth_token_file;
   c.tls_ca_file = creds.tls_ca;
@@ -329,6 +333,8 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     std::vector<std::string> server_args;
     if (!c->bind_host.empty()) server_args.push_back("--bind=" + c->bind_host);
     if (c->insecure) server_args.push_back("--insecure");
+    if (c->metrics_port >= 0)
+      server_args.push_back(absl::StrCat("--metrics_port=", c->metrics_port));
     server_args.push_back("--allowed_dirs=" +
                           absl::StrJoin(client::trainer::TaskAllowedDirs(*c), ","));
     CredentialArgs creds{c->auth_token_file, c->tls_ca_file, c->tls_cert_file, c->tls_key_file};

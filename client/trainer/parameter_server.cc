@@ -305,6 +305,7 @@ distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
     so.auth_token = distributed::LoadAuthToken(c.auth_token_file).value_or("");
     so.tls = LoadTlsCredentials(c.tls_ca_file, c.tls_cert_file, c.tls_key_file)
                  .value_or(TlsCredentials());
+    so.metrics_port = c.metrics_port;
   }
   return so;
 }

@@ -108,6 +108,9 @@ struct TrainConfig {
   // the TLS files too; without TLS they share a random token per run.
   std::string auth_token_file;
   std::string tls_ca_file, tls_cert_file, tls_key_file;
+  // Under tf_config: Prometheus metrics of this task's server at
+  // http://HOST:PORT/metrics (-1: none; 0: any free port).
+  int metrics_port = -1;
   // Set by another thread to stop training early (tests).
   const std::atomic<bool>* stop = nullptr;
 };

@@ -170,6 +170,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
       std::make_unique<GrpcWorkerService>(s->worker_.get(), options.recv_chunk_bytes);
   s->master_service_ = std::make_unique<GrpcMasterService>(s->master_.get());
   s->gate_ = std::make_unique<ServingGate>(s->task_name_, options.auth_token);
+  s->worker_service_->set_stats([p = s.get(), start = std::chrono::steady_clock::now()](
+                                    TaskStats* stats) { p->FillStats(start, stats); });
   if (!options.await_cluster) s->gate_->Open();
   s->worker_service_->set_gate(s->gate_.get());
   s->master_service_->set_gate(s->gate_.get());
@@ -278,6 +280,50 @@ int GrpcServer::data_port() const {
   return data_server_ != nullptr ? data_server_->port() : 0;
 }
 
+void GrpcServer::FillStats(std::chrono::steady_clock::time_point start, TaskStats* stats) {
+  ClusterSpec cluster;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    cluster = options_.cluster;
+  }
+  stats->set_cluster_json(cluster.ToJson());
+  stats->set_worker_sessions(worker_->num_sessions());
+  stats->set_master_sessions(static_cast<int64_t>(master_->num_sessions()));
+  const Metrics& m = Metrics::Get();
+  double steps = 0;
+  for (absl::StatusCode code :
+       {absl::StatusCode::kOk, absl::StatusCode::kCancelled, absl::StatusCode::kUnknown,
+        absl::StatusCode::kInvalidArgument, absl::StatusCode::kDeadlineExceeded,
+        absl::StatusCode::kNotFound, absl::StatusCode::kResourceExhausted,
+        absl::StatusCode::kFailedPrecondition, absl::StatusCode::kAborted,
+        absl::StatusCode::kInternal, absl::StatusCode::kUnavailable,
+        absl::StatusCode::kPermissionDenied, absl::StatusCode::kUnauthenticated}) {
+    steps += m.Value("graphrun_steps_total", {{"code", absl::StatusCodeToString(code)}});
+  }
+  stats->set_steps(static_cast<int64_t>(steps));
+  stats->set_graph_runs(static_cast<int64_t>(
+      m.Value("graphrun_rpcs_total",
+              {{"method", "/graphrun.distributed.WorkerService/RunGraph"}, {"code", "OK"}})));
+  for (const std::string& peer : cluster.TaskNames()) {
+    double bytes = 0;
+    for (const char* path : {"data_channel", "grpc"}) {
+      bytes += m.Value("graphrun_recv_bytes_total", {{"peer", peer}, {"path", path}});
+    }
+    if (bytes > 0) {
+      PeerBytes* p = stats->add_received();
+      p->set_peer(peer);
+      p->set_bytes(static_cast<int64_t>(bytes));
+    }
+  }
+  stats->set_sent_bytes(
+      static_cast<int64_t>(m.Value("graphrun_sent_bytes_total", {{"path", "data_channel"}}) +
+                           m.Value("graphrun_sent_bytes_total", {{"path", "grpc"}})));
+  stats->set_tensor_bytes(TensorBytesInUse());
+  stats->set_uptime_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count());
+}
+
 int GrpcServer::metrics_port() const {
   std::lock_guard<std::mutex> l(mu_);
   return metrics_server_ != nullptr ? metrics_server_->port() : 0;
@@ -326,7 +372,10 @@ std::string GrpcServer::target() const {
 }
 
 void GrpcServer::UpdateCluster(const ClusterSpec& cluster) {
-  options_.cluster = cluster;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    options_.cluster = cluster;
+  }
   worker_cache_->SetClusterSpec(cluster);
   gate_->Open();
 }

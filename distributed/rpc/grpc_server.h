@@ -21,6 +21,7 @@
 #ifndef GRAPHRUN_DISTRIBUTED_RPC_GRPC_SERVER_H_
 #define GRAPHRUN_DISTRIBUTED_RPC_GRPC_SERVER_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -143,6 +144,8 @@ class GrpcServer {
 
  private:
   GrpcServer() = default;
+  // `graphrun status`'s view of this task (GetStatus with include_stats).
+  void FillStats(std::chrono::steady_clock::time_point start, TaskStats* stats);
 
   ServerOptions options_;
   std::string task_name_;

@@ -115,10 +115,12 @@ grpc::Status GrpcWorkerService::GetStatus(grpc::ServerContext* ctx, const GetSta
   GR_CHECK_GATE();
   int port = data_port_.load();
   if (port > 0) ctx->AddTrailingMetadata(kDataPortMetadataKey, std::to_string(port));
-  return Handle(ctx, req, resp,
-                [this](const GetStatusRequest& r, GetStatusResponse* p, StatusCallback d) {
-                  worker_->GetStatusAsync(r, p, std::move(d));
-                });
+  grpc::Status st = Handle(
+      ctx, req, resp, [this](const GetStatusRequest& r, GetStatusResponse* p, StatusCallback d) {
+        worker_->GetStatusAsync(r, p, std::move(d));
+      });
+  if (st.ok() && req->include_stats() && stats_) stats_(resp->mutable_stats());
+  return st;
 }
 
 grpc::Status GrpcWorkerService::RunGraph(grpc::ServerContext* ctx, const RunGraphRequest* req,

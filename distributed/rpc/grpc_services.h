@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "distributed/master_interface.h"
@@ -58,6 +59,8 @@ class GrpcWorkerService final : public WorkerService::Service {
   // The data channel port GetStatus advertises (trailing metadata
   // kDataPortMetadataKey); 0 = none.
   void set_data_port(int port) { data_port_.store(port); }
+  // Fills GetStatusResponse.stats when a caller asks (include_stats).
+  void set_stats(std::function<void(TaskStats*)> fill) { stats_ = std::move(fill); }
 
   grpc::Status GetStatus(grpc::ServerContext* ctx, const GetStatusRequest* req,
                          GetStatusResponse* resp) override;
@@ -83,6 +86,7 @@ class GrpcWorkerService final : public WorkerService::Service {
   const int64_t chunk_bytes_;
   std::atomic<int> data_port_{0};
   const ServingGate* gate_ = nullptr;
+  std::function<void(TaskStats*)> stats_;
 };
 
 class GrpcMasterService final : public MasterService::Service {

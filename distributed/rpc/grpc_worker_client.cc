@@ -287,6 +287,20 @@ absl::StatusOr<std::shared_ptr<DataConnection>> GrpcWorkerClient::Negotiate() {
   return DataConnection::Connect(host, port, who_, options_.data);
 }
 
+absl::StatusOr<GetStatusResponse> FetchTaskStatus(const std::string& address,
+                                                  const ChannelOptions& options, bool include_stats,
+                                                  int64_t timeout_ms) {
+  auto stub = WorkerService::NewStub(NewChannel(address, options));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineAfterMs(timeout_ms));
+  GetStatusRequest req;
+  req.set_include_stats(include_stats);
+  GetStatusResponse resp;
+  grpc::Status st = stub->GetStatus(&ctx, req, &resp);
+  if (!st.ok()) return FromGrpcStatus(st, address);
+  return resp;
+}
+
 GrpcWorkerCache::GrpcWorkerCache(ClusterSpec cluster, ChannelOptions options)
     : options_(options), cluster_(std::move(cluster)) {}
 

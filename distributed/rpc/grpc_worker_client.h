@@ -94,6 +94,13 @@ class GrpcWorkerClient : public WorkerInterface {
   std::atomic<int64_t> num_grpc_{0};
 };
 
+// GetStatus (with stats when `include_stats`) of the task at `address`
+// ("host:port"), bounded by timeout_ms: `graphrun status`. Errors name the
+// address.
+absl::StatusOr<GetStatusResponse> FetchTaskStatus(const std::string& address,
+                                                  const ChannelOptions& options, bool include_stats,
+                                                  int64_t timeout_ms);
+
 class GrpcWorkerCache : public WorkerCacheInterface {
  public:
   GrpcWorkerCache(ClusterSpec cluster, ChannelOptions options);

@@ -178,6 +178,36 @@ TEST(MetricsTest, TasksServePrometheusMetricsAndPrometheusScrapesThem) {
   // The PS's master ran no step.
   EXPECT_EQ(Series(ps, "graphrun_steps_total{code=\"OK\"}"), -1) << ps;
 
+  // `graphrun status` sees the same, for the whole cluster, from the
+  // worker's address; without the token it is refused.
+  {
+    const std::string log = TmpDir() + "/status.json";
+    auto st = SpawnProcess(
+        graphrun, {"status", *spec.Address("worker", 0), "--format=json", "--interval_ms=200"},
+        {"GRAPHRUN_AUTH_TOKEN=metrics-token"}, log);
+    ASSERT_TRUE(st.ok());
+    int status = 0;
+    waitpid(*st, &status, 0);
+    const std::string json = ReadAll(log);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << json;
+    std::cout << "graphrun status: " << json;
+    EXPECT_THAT(json, HasSubstr(absl::StrCat("\"cluster\": ", spec.ToJson())));
+    EXPECT_THAT(json, HasSubstr("{\"task\": \"/job:ps/replica:0/task:0\", \"address\": \"" +
+                                *spec.Address("ps", 0) + "\", \"devices\": "));
+    EXPECT_THAT(json, HasSubstr(absl::StrCat("\"steps\": 5, ")));
+    EXPECT_THAT(json, HasSubstr(absl::StrCat("\"received_bytes\": {\"/job:ps/replica:0/task:0\": ",
+                                             static_cast<int64_t>(kBytes), "}")));
+    EXPECT_THAT(json, HasSubstr(absl::StrCat("\"graph_runs\": 5, \"sent_bytes\": ",
+                                             static_cast<int64_t>(kBytes))));
+    const std::string refused_log = TmpDir() + "/status_refused.log";
+    st = SpawnProcess(graphrun, {"status", *spec.Address("worker", 0)}, {"GRAPHRUN_AUTH_TOKEN="},
+                      refused_log);
+    ASSERT_TRUE(st.ok());
+    waitpid(*st, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    EXPECT_THAT(ReadAll(refused_log), HasSubstr("Unauthenticated: "));
+  }
+
   if (access("/usr/bin/prometheus", X_OK) != 0) {
     GTEST_SKIP() << "/usr/bin/prometheus is not installed (Debian's prometheus): the real "
                     "scrape is not checked";
