@@ -289,6 +289,13 @@ absl::StatusOr<PlacementReport> MeasuredTrafficReport(const tensorflow::RunMetad
   };
   std::map<std::tuple<std::string, std::string, std::string>, Seen> transfers;
   std::set<std::string> devices;
+  // Stats of several steps merged (`graphrun train --trace_dir`) list a
+  // device once per step: the report is per step, averaged over them.
+  std::map<std::string, int> lists_of_device;
+  int steps = 1;
+  for (const auto& dev : stats.dev_stats()) {
+    steps = std::max(steps, ++lists_of_device[dev.device()]);
+  }
   for (const auto& dev : stats.dev_stats()) {
     devices.insert(dev.device());
     for (const auto& ns : dev.node_stats()) {
@@ -326,6 +333,7 @@ absl::StatusOr<PlacementReport> MeasuredTrafficReport(const tensorflow::RunMetad
   PlacementReport report;
   report.strategy = "measured";
   report.measured = true;
+  report.measured_steps = steps;
   report.batch_size = 0;
   // Locations: PS job first, then the others, each by job name and task
   // number ("task:10" after "task:9").
@@ -378,7 +386,7 @@ absl::StatusOr<PlacementReport> MeasuredTrafficReport(const tensorflow::RunMetad
     if (src == dst) continue;
     const std::string tensor =
         seen.record.src_tensor.empty() ? seen.record.tensor_name : seen.record.src_tensor;
-    const int64_t bytes = seen.has_recv ? seen.recv_bytes : seen.send_bytes;
+    const int64_t bytes = ((seen.has_recv ? seen.recv_bytes : seen.send_bytes) + steps / 2) / steps;
     auto [it, inserted] = edges.try_emplace({src, dst, tensor});
     EdgeReport& e = it->second;
     if (inserted) {

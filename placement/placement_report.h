@@ -78,6 +78,8 @@ struct PlacementReport {
   // True when the edges were measured in a step (MeasuredTrafficReport);
   // bytes_per_step are then exact and batch_size is not used.
   bool measured = false;
+  // Measured: how many steps the stats held (bytes are per step, averaged).
+  int measured_steps = 1;
   int64_t batch_size = 1;
   std::vector<TaskReport> tasks;  // PS tasks, then workers, then others
   double imbalance = 1.0;
@@ -134,9 +136,10 @@ struct MeasuredReportOptions {
   bool by_device = false;
 };
 
-// The measured report of one step (see above). Transfers are counted once
-// per (tensor_name, send_device, recv_device): by the _Recv's bytes, or
-// the _Send's when the stats lack the _Recv. Transfers inside one task
+// The measured report of one step (see above), or the per-step average of
+// several merged steps (a device listed N times in step_stats: N steps).
+// Transfers are counted once per (tensor_name, send_device, recv_device):
+// by the _Recv's bytes, or the _Send's when the stats lack the _Recv. Transfers inside one task
 // (CPU to GPU) are not edges. Control edges appear with tensor "^node"
 // and their 4-byte dummy. InvalidArgument when the metadata has no step
 // stats.

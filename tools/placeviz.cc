@@ -93,7 +93,10 @@ std::string Title(const PlacementReport& r) {
   int ps = 0;
   for (const TaskReport& t : r.tasks) ps += t.is_ps;
   if (r.measured) {
-    return absl::StrCat("measured traffic of one step, ", r.tasks.size(), " tasks (", ps, " PS)");
+    return absl::StrCat(r.measured_steps > 1 ? absl::StrCat("measured traffic per step (mean of ",
+                                                            r.measured_steps, " steps)")
+                                             : std::string("measured traffic of one step"),
+                        ", ", r.tasks.size(), " tasks (", ps, " PS)");
   }
   return absl::StrCat("strategy ", r.strategy.empty() ? "(as given)" : r.strategy, ", ", ps,
                       " PS tasks, batch size ", r.batch_size);

@@ -64,9 +64,15 @@ std::string StepStatsToChromeTrace(const tensorflow::StepStats& stats,
     for (const auto& n : graph->node()) op_of.emplace(n.name(), n.op());
   }
   std::vector<std::string> events;
-  std::map<std::string, int> pid_of;                       // task -> pid
-  std::vector<int> next_tid;                               // per pid
-  std::map<std::pair<std::string, uint32_t>, int> tid_of;  // (device, thread) -> tid
+  // Transfers, for the flow arrows from each _Send to its _Recv.
+  struct Transfer {
+    int pid, tid;
+    int64_t start, dur;
+  };
+  std::map<std::string, std::vector<Transfer>> sends, recvs;  // key -> in StepStats order
+  std::map<std::string, int> pid_of;                          // task -> pid
+  std::vector<int> next_tid;                                  // per pid
+  std::map<std::pair<std::string, uint32_t>, int> tid_of;     // (device, thread) -> tid
   for (const auto& dev : stats.dev_stats()) {
     const std::string task = placement::TaskOfDevice(dev.device());
     auto [it, inserted] = pid_of.emplace(task, static_cast<int>(pid_of.size()));
@@ -108,12 +114,46 @@ std::string StepStatsToChromeTrace(const tensorflow::StepStats& stats,
       std::string transfer;
       if (op == "_Send" || op == "_Recv" || op == "_HostSend" || op == "_HostRecv") {
         transfer = absl::StrCat(", \"label\": ", JsonQuote(ns.timeline_label()));
+        // "NAME = _Send(TENSOR from SEND_DEVICE to RECV_DEVICE; ...)": the
+        // part in parentheses up to ';' names the transfer on both ends.
+        const std::string& label = ns.timeline_label();
+        const size_t open = label.find('(');
+        const size_t semi = label.find(';', open);
+        if (open != std::string::npos && semi != std::string::npos) {
+          const std::string key = label.substr(open + 1, semi - open - 1);
+          const bool send = op == "_Send" || op == "_HostSend";
+          (send ? sends : recvs)[key].push_back({pid, tid, start, dur});
+        }
       }
       events.push_back(absl::StrCat(
           "{\"name\": ", JsonQuote(ns.node_name()), ", \"cat\": \"Op\", \"ph\": \"X\", \"pid\": ",
           pid, ", \"tid\": ", tid, ", \"ts\": ", MicrosText(start), ", \"dur\": ", MicrosText(dur),
           ", \"args\": {\"op\": ", JsonQuote(op), ", \"device\": ", JsonQuote(dev.device()),
           transfer, ", \"outputs\": [", absl::StrJoin(outputs, ", "), "]}}"));
+    }
+  }
+  // Flow arrows ("ph": "s" at the send, "f" binding to the receive),
+  // pairing each transfer's sends and receives in time order (one per step
+  // when several steps are merged).
+  int flow_id = 0;
+  for (auto& [key, out] : sends) {
+    auto in = recvs.find(key);
+    if (in == recvs.end()) continue;
+    auto by_start = [](const Transfer& a, const Transfer& b) { return a.start < b.start; };
+    std::stable_sort(out.begin(), out.end(), by_start);
+    std::stable_sort(in->second.begin(), in->second.end(), by_start);
+    for (size_t i = 0; i < out.size() && i < in->second.size(); ++i) {
+      const Transfer& a = out[i];
+      const Transfer& b = in->second[i];
+      const std::string name = JsonQuote(key.substr(0, key.find(" from ")));
+      events.push_back(absl::StrCat(
+          "{\"name\": ", name, ", \"cat\": \"transfer\", \"ph\": \"s\", \"id\": ", flow_id,
+          ", \"pid\": ", a.pid, ", \"tid\": ", a.tid, ", \"ts\": ", MicrosText(a.start), "}"));
+      events.push_back(absl::StrCat(
+          "{\"name\": ", name, ", \"cat\": \"transfer\", \"ph\": \"f\", \"bp\": \"e\", \"id\": ",
+          flow_id, ", \"pid\": ", b.pid, ", \"tid\": ", b.tid,
+          ", \"ts\": ", MicrosText(b.start + b.dur), "}"));
+      ++flow_id;
     }
   }
   return absl::StrCat("{\"traceEvents\": [\n", absl::StrJoin(events, ",\n"), "\n]}\n");

@@ -14,7 +14,11 @@
 //    "args": {"op": "MatMul", "device": "/job:worker/replica:0/task:0/device:CPU:0",
 //             "outputs": ["float[2,2]"]}}
 // _Send/_Recv events also carry "label": their timeline label (tensor,
-// devices, original tensor, bytes). ts/dur are microseconds (fractional
+// devices, original tensor, bytes), and each transfer gets a flow arrow
+// from its _Send to its _Recv ("ph": "s" at the send's start and "ph": "f",
+// "bp": "e" at the receive's end, one "id" each, "cat": "transfer"; the
+// sends and receives of one tensor pair up in time order, so merged steps
+// get one arrow each). ts/dur are microseconds (fractional
 // when the stats carry nanoseconds); tasks in other processes are on the
 // same clock only as far as the hosts' clocks agree. Output is
 // deterministic: devices and nodes in StepStats order, threads by id.

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "util/json.h"
@@ -138,6 +139,54 @@ TEST(TraceTest, IsValidJsonAndRepeatedDevicesShareAPid) {
   ASSERT_EQ(events->items().size(), 4u);  // process, thread, a, b
   EXPECT_EQ(events->items()[3].Find("pid")->number_text(), "0");
   EXPECT_EQ(events->items()[0].Find("args")->Find("name")->string_value(), "d\"0");
+}
+
+// Two steps of one transfer merged: two arrows, each from a send to the
+// receive of the same step (time order), on the right processes.
+TEST(TraceTest, FlowArrowsFromEachSendToItsRecv) {
+  const std::string send_label =
+      "s = _Send(e from /job:ps/replica:0/task:0/device:CPU:0 to "
+      "/job:worker/replica:0/task:1/device:CPU:0; src_tensor=w:0; bytes=4)";
+  const std::string recv_label =
+      "r = _Recv(e from /job:ps/replica:0/task:0/device:CPU:0 to "
+      "/job:worker/replica:0/task:1/device:CPU:0; src_tensor=w:0; bytes=4)";
+  auto stats =
+      Stats(absl::StrCat(
+          R"pb(
+            dev_stats { device: "/job:ps/replica:0/task:0/device:CPU:0"
+                        node_stats { node_name: "s" all_start_micros: 100 all_end_rel_micros: 5
+                                     timeline_label: ")pb",
+          send_label, R"pb(" }
+                           node_stats { node_name: "s" all_start_micros: 300 all_end_rel_micros: 5
+                                        timeline_label: ")pb",
+          send_label, R"pb(                           " }
+    }
+                                                      dev_stats {
+      device: "/job:worker/replica:0/task:1/device:CPU:0"
+      node_stats { node_name: "r" all_start_micros: 310 all_end_rel_micros: 20 timeline_label: ")pb",
+          recv_label, R"pb(" }
+                           node_stats { node_name: "r" all_start_micros: 90 all_end_rel_micros: 30
+                                        timeline_label: ")pb",
+          recv_label, R"pb(                           " }
+    })pb"));
+  auto json = ParseJson(StepStatsToChromeTrace(stats));
+  ASSERT_TRUE(json.ok()) << json.status();
+  std::map<std::string, std::pair<std::string, std::string>> starts, ends;  // id -> (pid, ts)
+  for (const JsonValue& e : json->Find("traceEvents")->items()) {
+    const std::string ph = e.Find("ph")->string_value();
+    if (ph != "s" && ph != "f") continue;
+    EXPECT_EQ(e.Find("cat")->string_value(), "transfer");
+    EXPECT_EQ(e.Find("name")->string_value(), "e");
+    auto& into = ph == "s" ? starts : ends;
+    into[e.Find("id")->number_text()] = {e.Find("pid")->number_text(), e.Find("ts")->number_text()};
+    if (ph == "f") {
+      EXPECT_EQ(e.Find("bp")->string_value(), "e");
+    }
+  }
+  EXPECT_EQ(starts, (std::map<std::string, std::pair<std::string, std::string>>{
+                        {"0", {"0", "100"}}, {"1", {"0", "300"}}}));
+  EXPECT_EQ(ends, (std::map<std::string, std::pair<std::string, std::string>>{
+                      {"0", {"1", "120"}}, {"1", {"1", "330"}}}));
 }
 
 TEST(TraceTest, EmptyStats) {

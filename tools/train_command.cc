@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -15,14 +16,39 @@
 #include "graph/status.h"
 #include "kernels/dataset_util.h"
 #include "tools/credential_flags.h"
+#include "tools/file_util.h"
 #include "tools/flags.h"
 #include "tools/server_command.h"
+#include "tools/trace.h"
 #include "util/auth_token.h"
 #include "util/json.h"
 
 namespace graphrun {
 namespace tools {
 namespace {
+
+// --trace_dir: the traced steps as one RunMetadata (every step's device
+// stats, the first step's partition graphs) and one Chrome trace.
+absl::Status WriteTrace(const std::string& dir, const std::vector<tensorflow::RunMetadata>& steps) {
+  tensorflow::RunMetadata merged;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const auto& d : steps[i].step_stats().dev_stats()) {
+      *merged.mutable_step_stats()->add_dev_stats() = d;
+    }
+    if (i == 0) *merged.mutable_partition_graphs() = steps[i].partition_graphs();
+  }
+  std::string bytes;
+  if (!merged.SerializeToString(&bytes)) {
+    return absl::InternalError("--trace_dir: cannot serialize RunMetadata");
+  }
+  GR_RETURN_IF_ERROR(WriteStringToFile(dir + "/run_metadata.pb", bytes));
+  GR_RETURN_IF_ERROR(
+      WriteStringToFile(dir + "/trace.json", StepStatsToChromeTrace(merged.step_stats())));
+  std::cerr << "graphrun train: traced " << steps.size() << " steps of every task into " << dir
+            << " (run_metadata.pb, trace.json; placeviz --run_metadata=" << dir
+            << "/run_metadata.pb)" << std::endl;
+  return absl::OkStatus();
+}
 
 const FlagSet& TrainFlagSet() {
   static const FlagSet* kFlags = [] {
@@ -80,6 +106,12 @@ const FlagSet& TrainFlagSet() {
                 "under TF_CONFIG: address to listen on (default: the task's cluster host if "
                 "it is this machine's, else 0.0.0.0)")
         .Bool("insecure", "under TF_CONFIG: serve beyond loopback without credentials")
+        .String("trace_dir", "DIR",
+                "after --trace_warmup_steps chief steps, trace --trace_steps steps of every task "
+                "and write DIR/run_metadata.pb and DIR/trace.json (Chrome trace with Send->Recv "
+                "arrows; placeviz --run_metadata=DIR/run_metadata.pb shows bytes per task pair)")
+        .String("trace_steps", "N", "steps to trace (default 3)")
+        .String("trace_warmup_steps", "N", "chief steps before tracing (default 20)")
         .String("metrics_port", "P",
                 "under TF_CONFIG: serve Prometheus metrics at http://HOST:P/metrics")
         .Bool("evaluator",
@@ -247,6 +279,24 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   c.evaluator = f.GetBool("evaluator");
   c.bind_host = f.GetString("bind", "");
   c.insecure = f.GetBool("insecure");
+  if (f.Has("trace_dir")) {
+    GR_ASSIGN_OR_RETURN(int64_t trace_steps, f.GetInt("trace_steps", 3, 1, 1000));
+    GR_ASSIGN_OR_RETURN(c.trace_warmup_steps, f.GetInt("trace_warmup_steps", 20, 0, 1 << 30));
+    c.trace_steps = static_cast<int>(trace_steps);
+    const std::string dir = f.GetString("trace_dir");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--trace_dir: cannot create ", dir, ": ", ec.message()));
+    }
+    c.on_trace = [dir](std::vector<tensorflow::RunMetadata> steps) {
+      absl::Status s = WriteTrace(dir, steps);
+      if (!s.ok()) std::cerr << StatusToLine(s) << "\n";
+    };
+  } else if (f.Has("trace_steps") || f.Has("trace_warmup_steps")) {
+    return absl::InvalidArgumentError("--trace_steps/--trace_warmup_steps: only with --trace_dir");
+  }
   GR_ASSIGN_OR_RETURN(int64_t metrics_port, f.GetInt("metrics_port", -1, -1, 65535));
   c.metrics_port = static_cast<int>(metrics_port);
   const CredentialArgs creds = GetCredentialArgs(f);

@@ -198,9 +198,27 @@ absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& sess
   if (options_.step_timeout_ms > 0) step_options.set_timeout_in_ms(options_.step_timeout_ms);
   StepInfo info;
   int64_t steps_this_epoch = -1;  // unknown before the first step
+  std::vector<tensorflow::RunMetadata> traced;
   while (!should_stop()) {
+    const bool tracing = options_.trace_after_steps >= 0 && options_.on_trace &&
+                         summary.local_steps >= options_.trace_after_steps &&
+                         static_cast<int>(traced.size()) < options_.trace_steps;
+    tensorflow::RunOptions run_options = step_options;
+    tensorflow::RunMetadata metadata;
+    if (tracing) {
+      run_options.set_trace_level(tensorflow::RunOptions::FULL_TRACE);
+      run_options.set_output_partition_graphs(traced.empty());
+    }
     absl::StatusOr<std::vector<Tensor>> out =
-        session.Run({}, fetches, {graph_.train_op}, step_options, nullptr);
+        session.Run({}, fetches, {graph_.train_op}, run_options, tracing ? &metadata : nullptr);
+    if (tracing && out.ok()) {
+      traced.push_back(std::move(metadata));
+      if (static_cast<int>(traced.size()) == options_.trace_steps) {
+        options_.on_trace(std::move(traced));
+        traced.clear();
+        traced.resize(options_.trace_steps);  // done: never again
+      }
+    }
     if (absl::IsOutOfRange(out.status())) {
       // An epoch without a single step is not the end of the input but a
       // step that cannot run (e.g. a closed queue): an error, not a loop.

@@ -154,6 +154,13 @@ struct TrainingLoopOptions {
   int64_t step_timeout_ms = 0;
   // Set by another thread to stop after the current step; may be null.
   const std::atomic<bool>* stop = nullptr;
+  // Tracing: once trace_after_steps local steps ran (-1: never), the next
+  // trace_steps run with FULL_TRACE (the first also with
+  // output_partition_graphs), and their RunMetadata, every task's step
+  // stats, go to on_trace together.
+  int64_t trace_after_steps = -1;
+  int trace_steps = 3;
+  std::function<void(std::vector<tensorflow::RunMetadata>)> on_trace;
 };
 
 class TrainingLoop {

@@ -220,6 +220,11 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildStrategyReplica(
   client::TrainingLoopOptions lo = std::move(*loop);
   lo.is_chief = strategy.is_chief();
   lo.initializes_own_variables = strategy.initializes_own_variables();
+  if (lo.is_chief && c.on_trace && strategy.replica_index() == 0) {
+    lo.trace_after_steps = c.trace_warmup_steps;
+    lo.trace_steps = c.trace_steps;
+    lo.on_trace = c.on_trace;
+  }
   if (g->step.after_restore.node() != nullptr) {
     lo.hooks.insert(lo.hooks.begin(), std::make_shared<MirrorSyncHook>(g->step.after_restore));
   }

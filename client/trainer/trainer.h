@@ -35,12 +35,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/train/mirrored_strategy.h"
+#include "graph/proto/config.pb.h"
 
 namespace graphrun {
 namespace client {
@@ -113,6 +116,12 @@ struct TrainConfig {
   int metrics_port = -1;
   // Set by another thread to stop training early (tests).
   const std::atomic<bool>* stop = nullptr;
+  // The chief traces trace_steps steps after trace_warmup_steps of its own
+  // and hands their RunMetadata (every task of each step) to on_trace
+  // (`graphrun train --trace_dir`). Null: no trace.
+  std::function<void(std::vector<tensorflow::RunMetadata>)> on_trace;
+  int trace_steps = 3;
+  int64_t trace_warmup_steps = 20;
 };
 
 struct TrainResult {

@@ -1,0 +1,119 @@
+// `graphrun train --trace_dir`: a 1 PS + 2 worker run traces 3 chief steps
+// after 10; DIR/trace.json is one Chrome trace with a process per task and
+// a flow arrow per transfer, DIR/run_metadata.pb the steps' stats of every
+// task, and `placeviz --run_metadata` on it reports the measured bytes
+// between the PS and the chief.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "distributed/process_util.h"
+#include "gmock/gmock.h"
+#include "graph/proto/config.pb.h"
+#include "gtest/gtest.h"
+#include "util/json.h"
+
+namespace graphrun {
+namespace {
+
+using ::testing::HasSubstr;
+constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string Runfile(const std::string& p) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/" + p;
+}
+
+// Runs to completion, bounded; the exit code (-1: killed at the bound).
+int RunTool(const std::string& binary, const std::vector<std::string>& args, const std::string& log,
+            int seconds) {
+  auto pid = distributed::SpawnProcess(binary, args, {}, log);
+  if (!pid.ok()) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int st = 0;
+    if (waitpid(*pid, &st, WNOHANG) == *pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(*pid, SIGKILL);
+  waitpid(*pid, nullptr, 0);
+  return -1;
+}
+
+TEST(TraceDirTest, TracesEveryTaskOfThreeStepsWithFlowArrows) {
+  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "no " << kData;
+  const std::string tmp = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  const std::string dir = tmp + "/trace_dir";
+  std::filesystem::remove_all(dir);
+  const std::string log = tmp + "/trace_train.log";
+  ASSERT_EQ(RunTool(Runfile("tools/graphrun"),
+                    {"train", "--ps=1", "--workers=2", "--steps=60", "--data=" + std::string(kData),
+                     "--checkpoint_dir=" + tmp + "/trace_ckpt", "--trace_dir=" + dir,
+                     "--trace_steps=3", "--trace_warmup_steps=10", "--format=json"},
+                    log, 300),
+            0)
+      << ReadAll(log);
+  EXPECT_THAT(ReadAll(log), HasSubstr("traced 3 steps of every task into " + dir));
+
+  auto trace = ParseJson(ReadAll(dir + "/trace.json"));
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  std::set<std::string> processes;
+  int flow_starts = 0, flow_ends = 0, ops = 0;
+  for (const JsonValue& e : trace->Find("traceEvents")->items()) {
+    const std::string ph = e.Find("ph")->string_value();
+    if (e.Find("name")->string_value() == "process_name") {
+      processes.insert(e.Find("args")->Find("name")->string_value());
+    }
+    flow_starts += ph == "s";
+    flow_ends += ph == "f";
+    ops += ph == "X";
+  }
+  EXPECT_TRUE(processes.count("/job:ps/task:0")) << ReadAll(dir + "/trace.json").substr(0, 2000);
+  EXPECT_TRUE(processes.count("/job:worker/task:0"));
+  EXPECT_GT(ops, 30);
+  // Variables cross from the PS and gradients back, every step.
+  EXPECT_GE(flow_starts, 3 * 2);
+  EXPECT_EQ(flow_starts, flow_ends);
+
+  tensorflow::RunMetadata metadata;
+  ASSERT_TRUE(metadata.ParseFromString(ReadAll(dir + "/run_metadata.pb")));
+  std::set<std::string> devices;
+  for (const auto& d : metadata.step_stats().dev_stats()) devices.insert(d.device());
+  EXPECT_TRUE(devices.count("/job:ps/replica:0/task:0/device:CPU:0"));
+  EXPECT_TRUE(devices.count("/job:worker/replica:0/task:0/device:CPU:0"));
+  EXPECT_GT(metadata.partition_graphs_size(), 0);
+
+  const std::string report = tmp + "/trace_placeviz.txt";
+  ASSERT_EQ(RunTool(Runfile("tools/placeviz"), {"--run_metadata=" + dir + "/run_metadata.pb"},
+                    report, 60),
+            0)
+      << ReadAll(report);
+  std::cout << ReadAll(report);
+  EXPECT_THAT(ReadAll(report),
+              HasSubstr("measured traffic per step (mean of 3 steps), 2 tasks (1 PS)"));
+  // The MLP's weights go out to the chief and their gradients come back,
+  // each ~1.04 MiB a step (784x256 + 256x256 + 256x10 floats and biases).
+  EXPECT_THAT(ReadAll(report), HasSubstr("100.0%    21     110      1.0 MiB      1.0 MiB\n"));
+  EXPECT_THAT(ReadAll(report), HasSubstr("/job:worker/task:0     -> /job:ps/task:0         "
+                                         "gradients/dense/MatMul_grad/MatMul_1:0      784.0 KiB"));
+  EXPECT_THAT(ReadAll(report), HasSubstr("/job:ps/task:0         -> /job:worker/task:0     "
+                                         "dense/ReadVariableOp:0                      784.0 KiB"));
+}
+
+}  // namespace
+}  // namespace graphrun
