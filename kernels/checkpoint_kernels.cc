@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/file_access.h"
 #include "kernels/all_kernels.h"
 #include "kernels/array_util.h"
 #include "kernels/checkpoint_util.h"
+#include "kernels/file_access.h"
 
 namespace graphrun {
 namespace {

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/file_access.h"
 #include "kernels/all_kernels.h"
 #include "kernels/array_util.h"
 #include "kernels/dataset_internal.h"
 #include "kernels/dataset_io_util.h"
+#include "kernels/file_access.h"
 
 namespace graphrun {
 namespace data {

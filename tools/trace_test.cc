@@ -159,15 +159,15 @@ TEST(TraceTest, FlowArrowsFromEachSendToItsRecv) {
           send_label, R"pb(" }
                            node_stats { node_name: "s" all_start_micros: 300 all_end_rel_micros: 5
                                         timeline_label: ")pb",
-          send_label, R"pb(                           " }
+          send_label, R"pb(                                                      " }
     }
-                                                      dev_stats {
+                                                                                 dev_stats {
       device: "/job:worker/replica:0/task:1/device:CPU:0"
       node_stats { node_name: "r" all_start_micros: 310 all_end_rel_micros: 20 timeline_label: ")pb",
           recv_label, R"pb(" }
                            node_stats { node_name: "r" all_start_micros: 90 all_end_rel_micros: 30
                                         timeline_label: ")pb",
-          recv_label, R"pb(                           " }
+          recv_label, R"pb(                                                      " }
     })pb"));
   auto json = ParseJson(StepStatsToChromeTrace(stats));
   ASSERT_TRUE(json.ok()) << json.status();
