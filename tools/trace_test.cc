@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "util/json.h"
@@ -150,25 +149,23 @@ TEST(TraceTest, FlowArrowsFromEachSendToItsRecv) {
   const std::string recv_label =
       "r = _Recv(e from /job:ps/replica:0/task:0/device:CPU:0 to "
       "/job:worker/replica:0/task:1/device:CPU:0; src_tensor=w:0; bytes=4)";
-  auto stats =
-      Stats(absl::StrCat(
-          R"pb(
-            dev_stats { device: "/job:ps/replica:0/task:0/device:CPU:0"
-                        node_stats { node_name: "s" all_start_micros: 100 all_end_rel_micros: 5
-                                     timeline_label: ")pb",
-          send_label, R"pb(" }
-                           node_stats { node_name: "s" all_start_micros: 300 all_end_rel_micros: 5
-                                        timeline_label: ")pb",
-          send_label, R"pb(                                                      " }
-    }
-                                                                                 dev_stats {
-      device: "/job:worker/replica:0/task:1/device:CPU:0"
-      node_stats { node_name: "r" all_start_micros: 310 all_end_rel_micros: 20 timeline_label: ")pb",
-          recv_label, R"pb(" }
-                           node_stats { node_name: "r" all_start_micros: 90 all_end_rel_micros: 30
-                                        timeline_label: ")pb",
-          recv_label, R"pb(                                                      " }
-    })pb"));
+  tensorflow::StepStats stats;
+  auto add = [](tensorflow::DeviceStepStats* dev, const std::string& name, int64_t start,
+                int64_t dur, const std::string& label) {
+    auto* ns = dev->add_node_stats();
+    ns->set_node_name(name);
+    ns->set_all_start_micros(start);
+    ns->set_all_end_rel_micros(dur);
+    ns->set_timeline_label(label);
+  };
+  auto* ps = stats.add_dev_stats();
+  ps->set_device("/job:ps/replica:0/task:0/device:CPU:0");
+  add(ps, "s", 100, 5, send_label);
+  add(ps, "s", 300, 5, send_label);
+  auto* worker = stats.add_dev_stats();
+  worker->set_device("/job:worker/replica:0/task:1/device:CPU:0");
+  add(worker, "r", 310, 20, recv_label);
+  add(worker, "r", 90, 30, recv_label);
   auto json = ParseJson(StepStatsToChromeTrace(stats));
   ASSERT_TRUE(json.ok()) << json.status();
   std::map<std::string, std::pair<std::string, std::string>> starts, ends;  // id -> (pid, ts)

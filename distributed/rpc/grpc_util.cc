@@ -100,7 +100,12 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
   args.SetMaxReceiveMessageSize(limit);
   args.SetMaxSendMessageSize(limit);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // gRPC also takes this as the shortest deadline of one connection
+  // attempt (TCP, TLS and the HTTP/2 handshake): at 100 ms a busy peer's
+  // handshake timed out ("connection attempt timed out before receiving
+  // SETTINGS frame", seen under a loaded test run). Retries after a refused
+  // connection still come after the backoff above (100 ms .. 1 s).
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 10000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // One channel per peer, not shared through gRPC's global subchannel pool:
   // a peer's failure then stays with the channels that talk to it.
