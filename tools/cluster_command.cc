@@ -17,6 +17,7 @@
 #include "graph/status.h"
 #include "tools/flags.h"
 #include "util/auth_token.h"
+#include "util/tls_credentials.h"
 
 namespace graphrun {
 namespace tools {
@@ -44,6 +45,9 @@ const FlagSet& ClusterFlagSet() {
                 "write the cluster's random token here (a new file, mode 0600; default: a "
                 "private directory under /tmp, printed on stderr)")
         .String("auth_token_file", "FILE", "use this token instead of a random one")
+        .String("tls_ca", "FILE", "mutual TLS between the tasks and with clients: the cluster CA")
+        .String("tls_cert", "FILE", "the tasks' certificate (it must name 127.0.0.1)")
+        .String("tls_key", "FILE", "its key")
         .String("allowed_dirs", "DIR,...",
                 "the only directories graphs may read or write files in (default: none)");
     return f;
@@ -120,6 +124,11 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
       return kExitFailure;
     }
   }
+  // TLS on top of the token when given (the certificate names 127.0.0.1:
+  // local clusters listen on loopback).
+  auto tls = LoadTlsCredentials(flags->GetString("tls_ca"), flags->GetString("tls_cert"),
+                                flags->GetString("tls_key"));
+  if (!tls.ok()) return usage_error(tls.status());
   // Removes a token file this run made.
   auto cleanup = [&] {
     if (flags->Has("auth_token_file")) return;
@@ -149,6 +158,7 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
     o.server.intra_op_threads = static_cast<int>(*intra);
     o.server.inter_op_threads = static_cast<int>(*inter);
     o.server.auth_token = token;
+    o.server.tls = *tls;
     o.server.allowed_dirs = std::vector<std::string>(
         absl::StrSplit(flags->GetString("allowed_dirs"), ',', absl::SkipEmpty()));
     auto cluster = distributed::LocalCluster::Start(o);
@@ -172,14 +182,20 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   auto launch = LaunchLocalCluster(
       "/proc/self/exe", jobs,
       [&](const std::string& job, int i, const distributed::ClusterSpec& placeholder) {
-        return TaskCommand{{"server", "--cluster=" + placeholder.ToJson(), "--job=" + job,
-                            absl::StrCat("--task=", i), absl::StrCat("--cpus=", *cpus),
-                            absl::StrCat("--intra_op_threads=", *intra),
-                            absl::StrCat("--inter_op_threads=", *inter),
-                            "--allowed_dirs=" + flags->GetString("allowed_dirs")},
-                           {"GRAPHRUN_AUTH_TOKEN=" + token,
-                            "GRAPHRUN_TLS_CA=", "GRAPHRUN_TLS_CERT=", "GRAPHRUN_TLS_KEY="},
-                           ""};
+        TaskCommand cmd{{"server", "--cluster=" + placeholder.ToJson(), "--job=" + job,
+                         absl::StrCat("--task=", i), absl::StrCat("--cpus=", *cpus),
+                         absl::StrCat("--intra_op_threads=", *intra),
+                         absl::StrCat("--inter_op_threads=", *inter),
+                         "--allowed_dirs=" + flags->GetString("allowed_dirs")},
+                        {"GRAPHRUN_AUTH_TOKEN=" + token,
+                         "GRAPHRUN_TLS_CA=", "GRAPHRUN_TLS_CERT=", "GRAPHRUN_TLS_KEY="},
+                        ""};
+        if (tls->enabled()) {
+          cmd.args.push_back("--tls_ca=" + tls->ca_file);
+          cmd.args.push_back("--tls_cert=" + tls->cert_file);
+          cmd.args.push_back("--tls_key=" + tls->key_file);
+        }
+        return cmd;
       });
   if (!launch.ok()) {
     err << absl::StatusCodeToString(launch.status().code())

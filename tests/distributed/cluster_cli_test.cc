@@ -146,6 +146,56 @@ TEST(ClusterCliTest, MultiProcessClusterRunsAGraph) {
   EXPECT_EQ(code, 1);
 }
 
+// `graphrun cluster` with certificates from `graphrun tls init`: its tasks
+// speak mutual TLS with each other and with clients; a client with a
+// certificate of the CA runs a graph across them, one without is refused.
+TEST(ClusterCliTest, TlsClusterServesOnlyCertificateHolders) {
+  const std::string graphrun = Runfile("tools/graphrun");
+  const std::string certs = absl::StrCat(::testing::TempDir(), "/cluster_certs_", getpid());
+  int code = 0;
+  RunAndCapture({graphrun, "tls", "init", certs, "--hosts=127.0.0.1,client"}, &code);
+  ASSERT_EQ(code, 0);
+  const std::string token_file =
+      absl::StrCat(::testing::TempDir(), "/cluster_tls_token_", getpid());
+  unlink(token_file.c_str());
+  Proc cluster = Spawn({graphrun, "cluster", "--ps=1", "--workers=2", "--token_file=" + token_file,
+                        "--tls_ca=" + certs + "/ca.crt", "--tls_cert=" + certs + "/127.0.0.1.crt",
+                        "--tls_key=" + certs + "/127.0.0.1.key"});
+  ASSERT_GT(cluster.pid, 0);
+  std::string spec = ReadLine(cluster.out_fd, 20000);
+  ASSERT_FALSE(spec.empty()) << "no ClusterSpec line within 20 s";
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(spec, m, std::regex(R"re("worker": \["([0-9.:]+)", "([0-9.:]+)"\])re")))
+      << spec;
+  const std::string target = "--target=grpc://" + std::string(m[2]);
+  const std::vector<std::string> run = {graphrun,
+                                        "run",
+                                        Runfile("examples/variables.pbtxt"),
+                                        target,
+                                        "--fetch",
+                                        "increment_again",
+                                        "--auth_token_file=" + token_file};
+  std::vector<std::string> member = run;
+  for (const char* f :
+       {"--tls_ca=%s/ca.crt", "--tls_cert=%s/client.crt", "--tls_key=%s/client.key"}) {
+    std::string flag = f;
+    flag.replace(flag.find("%s"), 2, certs);
+    member.push_back(flag);
+  }
+  std::string out = RunAndCapture(member, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_THAT(out, HasSubstr("increment_again:0 = Tensor<int32, []: 10>"));
+  // The token alone is not enough: no certificate, no connection.
+  std::vector<std::string> stranger = run;
+  stranger.push_back("--timeout_ms=5000");
+  RunAndCapture(stranger, &code);
+  EXPECT_EQ(code, 1);
+  kill(cluster.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(cluster.pid, 10000), 0);
+  close(cluster.out_fd);
+}
+
 TEST(ClusterCliTest, BadClusterSpecIsAUsageError) {
   int code = 0;
   RunAndCapture({Runfile("tools/graphrun"), "server", "--cluster={\"ps\": [7]}", "--job=ps"},
