@@ -228,7 +228,9 @@ node { name: "d" op: "QueueDequeueV2" input: "q"
   ASSERT_TRUE(e.ok());
   ASSERT_TRUE((*e)->Create(blocking).ok());
   absl::Status refused;
-  for (int i = 0; i < 200; ++i) {  // until a's step is running
+  // Until a's step is running: bounded, and generous, because a loaded CI
+  // machine took over the 2 s this loop once allowed to start it.
+  for (int i = 0; i < 3000; ++i) {
     refused = (*e)->Run({}, {}, {"q"}).status();
     if (!refused.ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
