@@ -110,6 +110,15 @@ double Metrics::Value(const std::string& name, const MetricLabels& labels) const
   return v == it->second.values.end() ? 0 : v->second;
 }
 
+double Metrics::Sum(const std::string& name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = families_.find(name);
+  if (it == families_.end()) return 0;
+  double total = 0;
+  for (const auto& [labels, v] : it->second.values) total += v;
+  return total;
+}
+
 std::string Metrics::Exposition() const {
   std::lock_guard<std::mutex> l(mu_);
   std::string out;

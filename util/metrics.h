@@ -36,8 +36,10 @@ class Metrics {
 
   // The text exposition format 0.0.4.
   std::string Exposition() const;
-  // One counter's value (tests); 0 when absent.
+  // One counter's value; 0 when absent.
   double Value(const std::string& name, const MetricLabels& labels) const;
+  // A counter's total over all its label sets; 0 when absent.
+  double Sum(const std::string& name) const;
 
  private:
   struct Histogram {

@@ -47,6 +47,8 @@ TEST(MetricsTest, ExpositionFormat) {
   EXPECT_THAT(text, HasSubstr("graphrun_test_seconds_sum 100.203"));
   EXPECT_THAT(text, HasSubstr("graphrun_test_gauge 1\n"));
   EXPECT_EQ(m.Value("graphrun_test_total", {{"method", "/a/B"}, {"code", "OK"}}), 3);
+  EXPECT_EQ(m.Sum("graphrun_test_total"), 4);
+  EXPECT_EQ(m.Sum("graphrun_absent_total"), 0);
 }
 
 std::string Get(int port, const std::string& path) {

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <openssl/bio.h>
-#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -20,24 +19,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "util/openssl_errors.h"
 
 namespace graphrun {
 namespace {
 
 using Key = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
 using Cert = std::unique_ptr<X509, decltype(&X509_free)>;
-
-std::string SslErrors() {
-  std::string out;
-  unsigned long e;
-  while ((e = ERR_get_error()) != 0) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out.empty() ? "no detail" : out;
-}
 
 bool IsIp(const std::string& h) {
   unsigned char buf[16];
@@ -100,7 +88,7 @@ absl::Status AddExt(X509* cert, X509* issuer, int nid, const std::string& value)
   if (ext == nullptr || X509_add_ext(cert, ext, -1) != 1) {
     if (ext != nullptr) X509_EXTENSION_free(ext);
     return absl::InternalError(
-        absl::StrCat("tls init: extension ", OBJ_nid2sn(nid), "=", value, ": ", SslErrors()));
+        absl::StrCat("tls init: extension ", OBJ_nid2sn(nid), "=", value, ": ", OpenSslErrors()));
   }
   X509_EXTENSION_free(ext);
   return absl::OkStatus();
@@ -134,14 +122,14 @@ absl::StatusOr<Cert> MakeCert(const std::string& cn, EVP_PKEY* key, X509* issuer
     if (!s.ok()) return s;
   }
   if (X509_sign(x.get(), issuer_key != nullptr ? issuer_key : key, EVP_sha256()) == 0) {
-    return absl::InternalError(absl::StrCat("tls init: signing ", cn, ": ", SslErrors()));
+    return absl::InternalError(absl::StrCat("tls init: signing ", cn, ": ", OpenSslErrors()));
   }
   return x;
 }
 
 absl::StatusOr<Key> NewKey() {
   EVP_PKEY* k = EVP_EC_gen("P-256");
-  if (k == nullptr) return absl::InternalError(absl::StrCat("tls init: key: ", SslErrors()));
+  if (k == nullptr) return absl::InternalError(absl::StrCat("tls init: key: ", OpenSslErrors()));
   return Key(k, &EVP_PKEY_free);
 }
 
@@ -187,7 +175,7 @@ absl::Status MakeClusterCertificates(const std::string& dir, const std::vector<s
     if (ca_k == nullptr || ca == nullptr || X509_check_private_key(ca.get(), ca_k.get()) != 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("tls init: ", ca_crt, " and ", ca_key,
-                       " are not a certificate and its key: ", SslErrors()));
+                       " are not a certificate and its key: ", OpenSslErrors()));
     }
   } else {
     auto k = NewKey();

@@ -199,10 +199,10 @@ absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& sess
   StepInfo info;
   int64_t steps_this_epoch = -1;  // unknown before the first step
   std::vector<tensorflow::RunMetadata> traced;
+  bool trace_done = false;
   while (!should_stop()) {
-    const bool tracing = options_.trace_after_steps >= 0 && options_.on_trace &&
-                         summary.local_steps >= options_.trace_after_steps &&
-                         static_cast<int>(traced.size()) < options_.trace_steps;
+    const bool tracing = !trace_done && options_.trace_after_steps >= 0 && options_.on_trace &&
+                         summary.local_steps >= options_.trace_after_steps;
     tensorflow::RunOptions run_options = step_options;
     tensorflow::RunMetadata metadata;
     if (tracing) {
@@ -213,10 +213,9 @@ absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& sess
         session.Run({}, fetches, {graph_.train_op}, run_options, tracing ? &metadata : nullptr);
     if (tracing && out.ok()) {
       traced.push_back(std::move(metadata));
-      if (static_cast<int>(traced.size()) == options_.trace_steps) {
+      if (static_cast<int>(traced.size()) >= options_.trace_steps) {
         options_.on_trace(std::move(traced));
-        traced.clear();
-        traced.resize(options_.trace_steps);  // done: never again
+        trace_done = true;
       }
     }
     if (absl::IsOutOfRange(out.status())) {

@@ -290,17 +290,7 @@ void GrpcServer::FillStats(std::chrono::steady_clock::time_point start, TaskStat
   stats->set_worker_sessions(worker_->num_sessions());
   stats->set_master_sessions(static_cast<int64_t>(master_->num_sessions()));
   const Metrics& m = Metrics::Get();
-  double steps = 0;
-  for (absl::StatusCode code :
-       {absl::StatusCode::kOk, absl::StatusCode::kCancelled, absl::StatusCode::kUnknown,
-        absl::StatusCode::kInvalidArgument, absl::StatusCode::kDeadlineExceeded,
-        absl::StatusCode::kNotFound, absl::StatusCode::kResourceExhausted,
-        absl::StatusCode::kFailedPrecondition, absl::StatusCode::kAborted,
-        absl::StatusCode::kInternal, absl::StatusCode::kUnavailable,
-        absl::StatusCode::kPermissionDenied, absl::StatusCode::kUnauthenticated}) {
-    steps += m.Value("graphrun_steps_total", {{"code", absl::StatusCodeToString(code)}});
-  }
-  stats->set_steps(static_cast<int64_t>(steps));
+  stats->set_steps(static_cast<int64_t>(m.Sum("graphrun_steps_total")));
   stats->set_graph_runs(static_cast<int64_t>(
       m.Value("graphrun_rpcs_total",
               {{"method", "/graphrun.distributed.WorkerService/RunGraph"}, {"code", "OK"}})));

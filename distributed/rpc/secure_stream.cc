@@ -23,6 +23,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "util/openssl_errors.h"
 
 namespace graphrun {
 namespace distributed {
@@ -43,18 +44,6 @@ absl::Status Errno(const std::string& what) {
 }
 
 // The thread's OpenSSL error queue as one line (and cleared).
-std::string SslErrors() {
-  std::string out;
-  unsigned long e;
-  while ((e = ERR_get_error()) != 0) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out.empty() ? "no detail" : out;
-}
-
 // Waits for `events` on fd until deadline_ms (0: forever). OK when ready
 // (or hung up: the next read says so).
 absl::Status WaitFd(int fd, short events, int64_t deadline_ms) {
@@ -240,7 +229,7 @@ class TlsStream : public ByteStream {
         continue;
       }
       long verify = SSL_get_verify_result(ssl_);
-      std::string detail = SslErrors();
+      std::string detail = OpenSslErrors();
       if (verify != X509_V_OK) {
         return absl::UnauthenticatedError(
             absl::StrCat("TLS handshake: the peer's certificate is refused: ",
@@ -348,7 +337,7 @@ class TlsStream : public ByteStream {
         }
         return Errno(absl::StrCat("TLS ", what));
       default:
-        return absl::UnavailableError(absl::StrCat("TLS ", what, ": ", SslErrors()));
+        return absl::UnavailableError(absl::StrCat("TLS ", what, ": ", OpenSslErrors()));
     }
   }
 
@@ -385,8 +374,9 @@ absl::Status LoadPemInto(SSL_CTX* ctx, const TlsCredentials& c) {
     X509* x = PEM_read_bio_X509(b.get(), nullptr, nullptr, nullptr);
     if (x == nullptr || SSL_CTX_use_certificate(ctx, x) != 1) {
       if (x != nullptr) X509_free(x);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the TLS certificate file ", c.cert_file, " does not hold a certificate: ", SslErrors()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the TLS certificate file ", c.cert_file,
+                       " does not hold a certificate: ", OpenSslErrors()));
     }
     X509_free(x);
     while (X509* extra = PEM_read_bio_X509(b.get(), nullptr, nullptr, nullptr)) {
@@ -399,20 +389,20 @@ absl::Status LoadPemInto(SSL_CTX* ctx, const TlsCredentials& c) {
     EVP_PKEY* k = PEM_read_bio_PrivateKey(b.get(), nullptr, nullptr, nullptr);
     if (k == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "the TLS key file ", c.key_file, " does not hold a private key: ", SslErrors()));
+          "the TLS key file ", c.key_file, " does not hold a private key: ", OpenSslErrors()));
     }
     const bool used = SSL_CTX_use_PrivateKey(ctx, k) == 1;
     EVP_PKEY_free(k);
     if (!used) {
       return absl::InvalidArgumentError(absl::StrCat("the TLS key ", c.key_file,
                                                      " does not belong to the certificate ",
-                                                     c.cert_file, ": ", SslErrors()));
+                                                     c.cert_file, ": ", OpenSslErrors()));
     }
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
     return absl::InvalidArgumentError(absl::StrCat("the TLS key ", c.key_file,
                                                    " does not belong to the certificate ",
-                                                   c.cert_file, ": ", SslErrors()));
+                                                   c.cert_file, ": ", OpenSslErrors()));
   }
   return absl::OkStatus();
 }
@@ -459,7 +449,7 @@ absl::Status Send(ByteStream* s, const void* p, size_t n) {
 absl::StatusOr<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsCredentials& creds,
                                                                bool server) {
   SSL_CTX* ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
-  if (ctx == nullptr) return absl::InternalError(absl::StrCat("SSL_CTX_new: ", SslErrors()));
+  if (ctx == nullptr) return absl::InternalError(absl::StrCat("SSL_CTX_new: ", OpenSslErrors()));
   std::shared_ptr<TlsContext> c(new TlsContext(ctx));
   SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
   // AES-128-GCM first: the fastest on CPUs with AES instructions.
@@ -488,11 +478,11 @@ absl::StatusOr<std::unique_ptr<ByteStream>> NewTlsStream(int fd, const TlsContex
                                                          const std::string& peer_host,
                                                          int64_t timeout_ms) {
   SSL* ssl = SSL_new(ctx.get());
-  if (ssl == nullptr) return absl::InternalError(absl::StrCat("SSL_new: ", SslErrors()));
+  if (ssl == nullptr) return absl::InternalError(absl::StrCat("SSL_new: ", OpenSslErrors()));
   auto stream = std::make_unique<TlsStream>(fd, ssl);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   BIO* bio = BIO_new(SocketBioMethod());
-  if (bio == nullptr) return absl::InternalError(absl::StrCat("BIO_new: ", SslErrors()));
+  if (bio == nullptr) return absl::InternalError(absl::StrCat("BIO_new: ", OpenSslErrors()));
   BIO_set_data(bio, stream->socket_bio());
   SSL_set_bio(ssl, bio, bio);
   if (!server) {

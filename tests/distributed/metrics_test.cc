@@ -29,6 +29,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
+#include "tests/distributed/ps_worker_testlib.h"
 
 namespace graphrun {
 namespace distributed {
@@ -36,7 +37,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string TmpDir() { return std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"; }
+std::string TmpDir() { return test::TestTmpDir(); }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path);
@@ -91,67 +92,24 @@ int MetricsPort(const std::string& log) {
   return 0;
 }
 
-tensorflow::GraphDef CrossTaskGraph() {
-  tensorflow::GraphDef def;
-  google::protobuf::TextFormat::ParseFromString(R"(
-node { name: "dims" op: "Const" device: "/job:ps/task:0"
-  attr { key: "dtype" value { type: DT_INT32 } }
-  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } }
-    int_val: 1048576 } } } }
-node { name: "v" op: "Const" device: "/job:ps/task:0"
-  attr { key: "dtype" value { type: DT_FLOAT } }
-  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1 } } } }
-node { name: "big" op: "Fill" input: "dims" input: "v" device: "/job:ps/task:0"
-  attr { key: "T" value { type: DT_FLOAT } } attr { key: "index_type" value { type: DT_INT32 } } }
-node { name: "axis" op: "Const" device: "/job:worker/task:0"
-  attr { key: "dtype" value { type: DT_INT32 } }
-  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 0 } } } }
-node { name: "sum" op: "Sum" input: "big" input: "axis" device: "/job:worker/task:0"
-  attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tidx" value { type: DT_INT32 } }
-  attr { key: "keep_dims" value { b: false } } })",
-                                                &def);
-  return def;
-}
-
 TEST(MetricsTest, TasksServePrometheusMetricsAndPrometheusScrapesThem) {
-  std::vector<ChildProcess> tasks;
-  struct Stop {
-    std::vector<ChildProcess>* t;
-    ~Stop() { StopProcesses(*t, 5000); }
-  } stop{&tasks};
-  ClusterSpec placeholder;
-  placeholder.AddTask("ps", "127.0.0.1:0");
-  placeholder.AddTask("worker", "127.0.0.1:0");
-  const std::string graphrun = std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/tools/graphrun";
-  for (const char* job : {"ps", "worker"}) {
-    ChildProcess c;
-    c.task = TaskName(job, 0);
-    c.log_file = absl::StrCat(TmpDir(), "/metrics_", job, ".log");
-    ASSERT_TRUE(
-        SpawnTask(graphrun,
-                  {"server", "--cluster=" + placeholder.ToJson(), absl::StrCat("--job=", job),
-                   "--task=0", "--metrics_port=0", "--intra_op_threads=1", "--inter_op_threads=2"},
-                  {"GRAPHRUN_AUTH_TOKEN=metrics-token"}, c)
-            .ok());
-    tasks.push_back(c);
-  }
-  ASSERT_TRUE(CollectPorts(tasks, 60000).ok());
-  ClusterSpec spec;
-  spec.AddTask("ps", absl::StrCat("127.0.0.1:", tasks[0].port));
-  spec.AddTask("worker", absl::StrCat("127.0.0.1:", tasks[1].port));
-  ASSERT_TRUE(SendCluster(tasks, spec).ok());
-  const int ps_metrics = MetricsPort(tasks[0].log_file);
-  const int worker_metrics = MetricsPort(tasks[1].log_file);
-  ASSERT_GT(ps_metrics, 0) << ReadAll(tasks[0].log_file);
-  ASSERT_GT(worker_metrics, 0) << ReadAll(tasks[1].log_file);
+  test::PsAndWorker tasks;
+  ASSERT_TRUE(
+      tasks.Start("metrics", {"--metrics_port=0"}, {"GRAPHRUN_AUTH_TOKEN=metrics-token"}).ok());
+  const ClusterSpec& spec = tasks.spec;
+  const std::string graphrun = test::GraphrunBinary();
+  const int ps_metrics = MetricsPort(tasks.ps().log_file);
+  const int worker_metrics = MetricsPort(tasks.worker().log_file);
+  ASSERT_GT(ps_metrics, 0) << ReadAll(tasks.ps().log_file);
+  ASSERT_GT(worker_metrics, 0) << ReadAll(tasks.worker().log_file);
 
   RegisterGrpcSession();
   SessionOptions so;
-  so.target = absl::StrCat("grpc://", *spec.Address("worker", 0));
+  so.target = tasks.target();
   so.auth_token = "metrics-token";
   auto session = NewSession(so);
   ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE((*session)->Create(CrossTaskGraph()).ok());
+  ASSERT_TRUE((*session)->Create(test::CrossTaskGraph(1)).ok());
   for (int i = 0; i < 5; ++i) {
     auto r = (*session)->Run({}, {"sum"}, {});
     ASSERT_TRUE(r.ok()) << r.status();

@@ -29,6 +29,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
+#include "tests/distributed/ps_worker_testlib.h"
 #include "util/tls_credentials.h"
 
 namespace graphrun {
@@ -37,11 +38,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Graphrun() {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/tools/graphrun";
-}
-
-std::string TmpDir() { return std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"; }
+using test::TestTmpDir;
+std::string Graphrun() { return test::GraphrunBinary(); }
+std::string TmpDir() { return TestTmpDir(); }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path);
@@ -64,70 +63,13 @@ int RunGraphrun(const std::vector<std::string>& args, const std::string& log) {
   return -1;
 }
 
-// A PS and a worker, with `flags` (credentials) and `env` each.
-struct Cluster {
-  std::vector<ChildProcess> all;
-  ClusterSpec spec;
-  ~Cluster() { StopProcesses(all, 5000); }
-  absl::Status Start(const std::string& name, const std::vector<std::string>& flags,
-                     const std::vector<std::string>& env) {
-    ClusterSpec placeholder;
-    placeholder.AddTask("ps", "127.0.0.1:0");
-    placeholder.AddTask("worker", "127.0.0.1:0");
-    for (const char* job : {"ps", "worker"}) {
-      ChildProcess c;
-      c.task = TaskName(job, 0);
-      c.log_file = absl::StrCat(TmpDir(), "/", name, "_", job, ".log");
-      std::vector<std::string> args = {"server",
-                                       "--cluster=" + placeholder.ToJson(),
-                                       absl::StrCat("--job=", job),
-                                       "--task=0",
-                                       "--inter_op_threads=2",
-                                       "--intra_op_threads=1"};
-      args.insert(args.end(), flags.begin(), flags.end());
-      absl::Status s = SpawnTask(Graphrun(), args, env, c);
-      if (!s.ok()) return s;
-      all.push_back(c);
-    }
-    if (absl::Status s = CollectPorts(all, 60000); !s.ok()) return s;
-    spec.AddTask("ps", absl::StrCat("127.0.0.1:", all[0].port));
-    spec.AddTask("worker", absl::StrCat("127.0.0.1:", all[1].port));
-    return SendCluster(all, spec);
-  }
-  std::string target() const { return absl::StrCat("grpc://", *spec.Address("worker", 0)); }
-};
-
-// 4 MiB of floats made on the PS (2.5 each), summed on the worker: the
-// tensor crosses between the tasks every step.
-tensorflow::GraphDef CrossTaskGraph() {
-  tensorflow::GraphDef def;
-  google::protobuf::TextFormat::ParseFromString(R"(
-node { name: "dims" op: "Const" device: "/job:ps/task:0"
-  attr { key: "dtype" value { type: DT_INT32 } }
-  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } }
-    int_val: 1048576 } } } }
-node { name: "v" op: "Const" device: "/job:ps/task:0"
-  attr { key: "dtype" value { type: DT_FLOAT } }
-  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 2.5 } } } }
-node { name: "big" op: "Fill" input: "dims" input: "v" device: "/job:ps/task:0"
-  attr { key: "T" value { type: DT_FLOAT } } attr { key: "index_type" value { type: DT_INT32 } } }
-node { name: "axis" op: "Const" device: "/job:worker/task:0"
-  attr { key: "dtype" value { type: DT_INT32 } }
-  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { } int_val: 0 } } } }
-node { name: "sum" op: "Sum" input: "big" input: "axis" device: "/job:worker/task:0"
-  attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tidx" value { type: DT_INT32 } }
-  attr { key: "keep_dims" value { b: false } } })",
-                                                &def);
-  return def;
-}
-
 // A session on the worker's master with `so`'s credentials; runs one step.
 absl::Status RunStep(const std::string& target, SessionOptions so, float* sum = nullptr) {
   RegisterGrpcSession();
   so.target = target;
   auto s = NewSession(so);
   if (!s.ok()) return s.status();
-  if (absl::Status c = (*s)->Create(CrossTaskGraph()); !c.ok()) return c;
+  if (absl::Status c = (*s)->Create(test::CrossTaskGraph(2.5f)); !c.ok()) return c;
   auto r = (*s)->Run({}, {"sum"}, {});
   if (!r.ok()) return r.status();
   if (sum != nullptr) *sum = (*r)[0].scalar<float>();
@@ -146,7 +88,7 @@ TEST(SecureClusterTest, MutualTlsServesTheClusterAndRefusesStrangers) {
   ASSERT_EQ(stat((certs + "/127.0.0.1.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600);
 
-  Cluster cluster;
+  test::PsAndWorker cluster;
   ASSERT_TRUE(cluster
                   .Start("secure_tls",
                          {"--tls_ca=" + certs + "/ca.crt", "--tls_cert=" + certs + "/127.0.0.1.crt",
@@ -198,7 +140,7 @@ TEST(SecureClusterTest, MutualTlsServesTheClusterAndRefusesStrangers) {
 TEST(SecureClusterTest, TokenServesTheClusterAndRefusesStrangers) {
   const std::string token_file = TmpDir() + "/secure_token";
   std::ofstream(token_file) << "  the-cluster-token\n";
-  Cluster cluster;
+  test::PsAndWorker cluster;
   ASSERT_TRUE(cluster.Start("secure_token", {"--auth_token_file=" + token_file}, {}).ok());
   SessionOptions good;
   good.auth_token = "the-cluster-token";
@@ -282,7 +224,7 @@ TEST(SecureClusterTest, FileOpsWorkOnlyUnderAllowedDirs) {
   std::filesystem::create_directories(elsewhere);
   const std::string token_file = TmpDir() + "/secure_token_dirs";
   std::ofstream(token_file) << "the-cluster-token\n";
-  Cluster cluster;
+  test::PsAndWorker cluster;
   ASSERT_TRUE(cluster
                   .Start("secure_dirs",
                          {"--auth_token_file=" + token_file, "--allowed_dirs=" + allowed}, {})
