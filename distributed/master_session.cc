@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "distributed/call_group_internal.h"
 #include "distributed/cluster_spec.h"
+#include "graph/function_lowering.h"
 #include "distributed/health.h"
 #include "graph/graph.h"
 #include "graph/node_def_util.h"
@@ -99,8 +100,10 @@ absl::StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(
     const tensorflow::ConfigProto& config) {
   std::unique_ptr<MasterSession> s(new MasterSession(env, std::move(handle)));
   s->config_ = config;
-  GR_RETURN_IF_ERROR(GraphFromGraphDef(graph, *env->op_registry).status());
-  s->graph_def_ = graph;
+  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def,
+                      CanonicalizeGraphDefForSession(graph, *env->op_registry));
+  GR_RETURN_IF_ERROR(GraphFromGraphDef(def, *env->op_registry).status());
+  s->graph_def_ = std::move(def);
   s->graph_version_ = 1;
 
   std::vector<std::string> tasks;
@@ -166,6 +169,8 @@ absl::StatusOr<int64_t> MasterSession::Extend(const tensorflow::GraphDef& graph)
     if (closed_) return absl::FailedPreconditionError("session is closed");
     tensorflow::GraphDef merged = graph_def_;
     for (const auto& node : graph.node()) *merged.add_node() = node;
+    merged.mutable_library()->MergeFrom(graph.library());
+    GR_ASSIGN_OR_RETURN(merged, CanonicalizeGraphDefForSession(merged, *env_->op_registry));
     GR_RETURN_IF_ERROR(GraphFromGraphDef(merged, *env_->op_registry).status());
     graph_def_ = std::move(merged);
     version = ++graph_version_;

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
+#include "graph/function_lowering.h"
 #include "graph/status.h"
 
 namespace graphrun {
@@ -213,14 +214,14 @@ absl::Status InferShapes(Graph* graph) {
 absl::StatusOr<std::unique_ptr<Graph>> GraphFromGraphDef(const tensorflow::GraphDef& def,
                                                          const OpRegistry& registry,
                                                          const ImportOptions& options) {
+  if (NeedsLowering(def)) {
+    GR_ASSIGN_OR_RETURN(LoweredGraph lowered, LowerFunctionCalls(def, registry));
+    auto graph = GraphFromGraphDef(lowered.graph_def, registry, options);
+    if (!graph.ok()) return AnnotateLoweringError(graph.status(), lowered.origin);
+    return graph;
+  }
   auto graph = std::make_unique<Graph>(&registry);
   *graph->mutable_versions() = def.versions();
-  *graph->mutable_library() = def.library();
-  if (def.library().function_size() > 0) {
-    return absl::UnimplementedError(
-        absl::StrCat("function '", def.library().function(0).signature().name(),
-                     "': graphs with a function library are not supported yet"));
-  }
   std::vector<Node*> nodes;
   nodes.reserve(def.node_size());
   for (const auto& nd : def.node()) {

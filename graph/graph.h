@@ -153,7 +153,8 @@ struct ImportOptions {
 // Builds and validates a Graph. Errors are InvalidArgument naming the node:
 // unknown op, missing or bad attr, duplicate name, input naming a missing
 // node or output, wrong number of inputs, input type mismatch, a cycle
-// outside while-loop frames, inconsistent shapes.
+// outside while-loop frames, inconsistent shapes. A graph with a function
+// library or functional ops is lowered first (graph/function_lowering.h).
 absl::StatusOr<std::unique_ptr<Graph>> GraphFromGraphDef(const tensorflow::GraphDef& def,
                                                          const OpRegistry& registry,
                                                          const ImportOptions& options = {});

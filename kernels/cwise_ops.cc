@@ -233,6 +233,37 @@ struct IntDivF {
     return b == 0 ? T{0} : static_cast<T>(a / b);
   }
 };
+// Division rounding toward negative infinity, and the remainder that goes
+// with it (sign of the divisor), as TensorFlow's FloorDiv / FloorMod.
+struct FloorDivF {
+  static constexpr int kCost = 8;
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::floor(a / b);
+    } else {
+      using U = std::make_unsigned_t<T>;
+      if (b == -1) return static_cast<T>(U{0} - static_cast<U>(a));
+      if (b == 0) return T{0};
+      T q = a / b;
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    }
+  }
+};
+struct FloorModF {
+  static constexpr int kCost = 8;
+  template <typename T>
+  static T Apply(T a, T b) {
+    T r;
+    if constexpr (std::is_floating_point_v<T>) {
+      r = std::fmod(a, b);
+    } else {
+      if (b == -1 || b == 0) return T{0};
+      r = a % b;
+    }
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  }
+};
 struct MaximumF {
   static constexpr int kCost = 1;
   template <typename T>
@@ -385,6 +416,8 @@ struct LogicalNotF {
 // TensorFlow reports as errors rather than computing garbage.
 template <typename T, typename F>
 class CheckedIntBinaryOp : public OpKernel {
+  static constexpr bool kByZero = !std::is_same_v<F, PowF>;
+
  public:
   explicit CheckedIntBinaryOp(OpKernelConstruction* c) : OpKernel(c) {}
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -393,10 +426,10 @@ class CheckedIntBinaryOp : public OpKernel {
     const T* p = y.base<T>();
     bool bad = false;
     for (int64_t i = 0, n = y.NumElements(); i < n; ++i) {
-      bad |= std::is_same_v<F, IntDivF> ? p[i] == 0 : p[i] < 0;
+      bad |= kByZero ? p[i] == 0 : p[i] < 0;
     }
     if (bad) {
-      return Error(std::is_same_v<F, IntDivF>
+      return Error(kByZero
                        ? "integer division by zero"
                        : "integers to negative integer powers are not allowed");
     }
@@ -772,6 +805,12 @@ void RegisterCwiseKernels(KernelRegistry& r) {
   AddBinary<PowF, float, double>(r, "Pow");
   r.Add(Cpu<int32_t>("Div"), MakeKernel<CheckedIntBinaryOp<int32_t, IntDivF>>());
   r.Add(Cpu<int64_t>("Div"), MakeKernel<CheckedIntBinaryOp<int64_t, IntDivF>>());
+  AddBinary<FloorDivF, float, double>(r, "FloorDiv");
+  AddBinary<FloorModF, float, double>(r, "FloorMod");
+  r.Add(Cpu<int32_t>("FloorDiv"), MakeKernel<CheckedIntBinaryOp<int32_t, FloorDivF>>());
+  r.Add(Cpu<int64_t>("FloorDiv"), MakeKernel<CheckedIntBinaryOp<int64_t, FloorDivF>>());
+  r.Add(Cpu<int32_t>("FloorMod"), MakeKernel<CheckedIntBinaryOp<int32_t, FloorModF>>());
+  r.Add(Cpu<int64_t>("FloorMod"), MakeKernel<CheckedIntBinaryOp<int64_t, FloorModF>>());
   r.Add(Cpu<int32_t>("Pow"), MakeKernel<CheckedIntBinaryOp<int32_t, PowF>>());
   r.Add(Cpu<int64_t>("Pow"), MakeKernel<CheckedIntBinaryOp<int64_t, PowF>>());
   AddBinary<SigmoidGradF, float, double>(r, "SigmoidGrad");

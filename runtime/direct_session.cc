@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/function_lowering.h"
 #include "graph/ops/all_ops.h"
 #include "graph/status.h"
 #include "kernels/all_kernels.h"
@@ -89,6 +90,7 @@ DirectSession::~DirectSession() { Close().IgnoreError(); }
 absl::Status DirectSession::ValidateAndSetGraph(tensorflow::GraphDef def) {
   // Full validation (ops, attrs, edges, types, cycles, shapes) up front, so
   // a bad graph fails at Create with the node named.
+  GR_ASSIGN_OR_RETURN(def, CanonicalizeGraphDefForSession(def, *op_registry_));
   GR_RETURN_IF_ERROR(GraphFromGraphDef(def, *op_registry_).status());
   graph_def_ = std::move(def);
   has_graph_ = true;
@@ -111,6 +113,7 @@ absl::Status DirectSession::Extend(const tensorflow::GraphDef& graph) {
   if (closed_) return absl::FailedPreconditionError("session is closed");
   tensorflow::GraphDef merged = graph_def_;
   for (const auto& n : graph.node()) *merged.add_node() = n;
+  merged.mutable_library()->MergeFrom(graph.library());
   if (!has_graph_) *merged.mutable_versions() = graph.versions();
   return ValidateAndSetGraph(std::move(merged));
 }

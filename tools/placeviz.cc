@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 
 #include "absl/strings/match.h"
@@ -20,6 +21,7 @@
 #include "graph/status.h"
 #include "tools/file_util.h"
 #include "tools/flags.h"
+#include "tools/model_graph.h"
 #include "tools/placement_flags.h"
 
 namespace graphrun {
@@ -373,7 +375,7 @@ absl::Status Emit(const ParsedFlags& flags, const std::string& text, std::ostrea
 
 absl::Status Run(const ParsedFlags& flags, const PlacementFlags& placement, std::ostream& out) {
   const std::string path = flags.positional()[0];
-  GR_ASSIGN_OR_RETURN(const tensorflow::GraphDef model, ReadGraphDefFile(path));
+  GR_ASSIGN_OR_RETURN(const tensorflow::GraphDef model, ReadModelGraph(path, std::cerr));
   const std::string format = flags.GetString("format", "text");
   std::string text;
   if (flags.Has("compare")) {

@@ -1,6 +1,7 @@
 #include "tools/run_command.h"
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "runtime/session.h"
 #include "tools/feeds.h"
 #include "tools/file_util.h"
+#include "tools/model_graph.h"
 #include "tools/npy.h"
 #include "tools/tensor_json.h"
 #include "tools/trace.h"
@@ -93,7 +95,7 @@ absl::StatusOr<placement::PlacementReport> PlaceOnLocalDevices(
 }
 
 absl::Status ExecuteRun(const RunRequest& req, std::ostream& out) {
-  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def, ReadGraphDefFile(req.graph_path));
+  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def, ReadModelGraph(req.graph_path, std::cerr));
 
   NamedTensorList feeds;
   FeedResolver resolver(def);

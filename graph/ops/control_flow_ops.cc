@@ -1,5 +1,7 @@
 // TensorFlow v1 control flow: Switch/Merge for conditionals, and
 // Enter/Exit/NextIteration/LoopCond for while-loop frames.
+#include <string>
+
 #include "graph/ops/all_ops.h"
 #include "graph/ops/shape_fns.h"
 
@@ -107,6 +109,51 @@ void RegisterControlFlowOps(OpRegistry& r) {
             .Output("output: bool")
             .SetShapeFn(shape_fns::Unchanged)
             .Doc("The loop predicate of a while loop."));
+  // Functional control flow and calls (TensorFlow 2). They have no
+  // kernels: LowerFunctionCalls (graph/function_lowering.h) inlines them
+  // into the ops above before a graph is built.
+  for (const char* op : {"PartitionedCall", "StatefulPartitionedCall"}) {
+    OpDefBuilder b(op);
+    b.Input("args: Tin")
+        .Output("output: Tout")
+        .Attr("Tin: list(type) >= 0")
+        .Attr("Tout: list(type) >= 0")
+        .Attr("f: func")
+        .Attr("config: string = ''")
+        .Attr("config_proto: string = ''")
+        .Attr("executor_type: string = ''")
+        .Doc("Calls the function f; inlined at import.");
+    if (std::string(op) == "StatefulPartitionedCall") b.SetIsStateful();
+    r.Add(b);
+  }
+  for (const char* op : {"If", "StatelessIf"}) {
+    OpDefBuilder b(op);
+    b.Input("cond: Tcond")
+        .Input("input: Tin")
+        .Output("output: Tout")
+        .Attr("Tcond: type")
+        .Attr("Tin: list(type) >= 0")
+        .Attr("Tout: list(type) >= 0")
+        .Attr("then_branch: func")
+        .Attr("else_branch: func")
+        .Attr("output_shapes: list(shape) = []")
+        .Doc("Calls then_branch if cond, else else_branch; lowered to Switch/Merge at import.");
+    if (std::string(op) == "If") b.SetIsStateful();
+    r.Add(b);
+  }
+  for (const char* op : {"While", "StatelessWhile"}) {
+    OpDefBuilder b(op);
+    b.Input("input: T")
+        .Output("output: T")
+        .Attr("T: list(type) >= 0")
+        .Attr("cond: func")
+        .Attr("body: func")
+        .Attr("output_shapes: list(shape) = []")
+        .Attr("parallel_iterations: int = 10")
+        .Doc("Runs body while cond holds; lowered to a loop frame at import.");
+    if (std::string(op) == "While") b.SetIsStateful();
+    r.Add(b);
+  }
   r.Add(OpDefBuilder("ControlTrigger")
             .SetShapeFn(shape_fns::NoOutputs)
             .Doc("Does nothing; runs even when its inputs are dead."));

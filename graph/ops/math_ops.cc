@@ -257,6 +257,8 @@ void RegisterMathOps(OpRegistry& r) {
   AddBinary(r, "Mul", kRealNumberTypes, true);
   AddBinary(r, "RealDiv", kRealNumberTypes, false);
   AddBinary(r, "Div", kRealNumberTypes, false);
+  AddBinary(r, "FloorDiv", kRealNumberTypes, false);
+  AddBinary(r, "FloorMod", kRealNumberTypes, false);
   AddBinary(r, "Maximum", kRealNumberTypes, true);
   AddBinary(r, "Minimum", kRealNumberTypes, true);
   AddBinary(r, "Pow", kSignedTypes, false);

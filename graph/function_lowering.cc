@@ -1,0 +1,715 @@
+#include "graph/function_lowering.h"
+
+#include <algorithm>
+#include <iostream>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "graph/graph.h"
+#include "graph/node_def_util.h"
+#include "graph/status.h"
+
+namespace graphrun {
+namespace {
+
+using tensorflow::AttrValue;
+using tensorflow::FunctionDef;
+using tensorflow::GraphDef;
+using tensorflow::NodeDef;
+using tensorflow::OpDef;
+
+bool IsCall(const std::string& op) {
+  return op == "PartitionedCall" || op == "StatefulPartitionedCall";
+}
+bool IsIf(const std::string& op) { return op == "If" || op == "StatelessIf"; }
+bool IsWhile(const std::string& op) { return op == "While" || op == "StatelessWhile"; }
+bool IsFunctional(const std::string& op) { return IsCall(op) || IsIf(op) || IsWhile(op); }
+
+// What the body of one inlined function sees.
+struct Scope {
+  const FunctionDef* fn = nullptr;  // null at the top level
+  std::string caller;               // the call node's new name
+  // Body node name -> new name.
+  absl::flat_hash_map<std::string, std::string> names;
+  // Body node name -> its NodeDef after attr substitution (for output
+  // ranges), and the OpDef its outputs follow.
+  absl::flat_hash_map<std::string, std::pair<NodeDef, const OpDef*>> nodes;
+  // Argument name -> the caller's tensors it stands for.
+  absl::flat_hash_map<std::string, std::vector<std::string>> args;
+  // Values for the function's placeholder attrs.
+  const google::protobuf::Map<std::string, AttrValue>* attrs = nullptr;
+  // Nodes with no inputs get a control input from this node ("" = none).
+  std::string entry;
+  // The device a body node without one takes.
+  std::string device;
+  // Function names being inlined, outermost first.
+  std::vector<std::string> stack;
+
+  std::string Where(const std::string& node) const {
+    if (fn == nullptr) return absl::StrCat("node '", node, "'");
+    return absl::StrCat("node '", node, "' of function '", fn->signature().name(),
+                        "' (called by '", caller, "')");
+  }
+};
+
+// A function body's return values and control returns, as tensors and
+// node names of the lowered graph.
+struct BodyResult {
+  std::vector<std::string> rets;
+  std::vector<std::string> control;  // "^name"
+};
+
+std::string NodeOf(const std::string& tensor) {
+  std::string s = tensor;
+  if (!s.empty() && s[0] == '^') s = s.substr(1);
+  auto colon = s.find(':');
+  return colon == std::string::npos ? s : s.substr(0, colon);
+}
+
+class Lowering {
+ public:
+  Lowering(const GraphDef& def, const OpRegistry& registry, const LoweringOptions& options)
+      : def_(def), registry_(registry), options_(options) {}
+
+  absl::StatusOr<LoweredGraph> Run() {
+    for (const FunctionDef& f : def_.library().function()) {
+      const std::string& name = f.signature().name();
+      if (name.empty()) return absl::InvalidArgumentError("a library function has no name");
+      if (registry_.LookUp(name) != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "function '", name, "': has the name of an op; a function may not shadow an op"));
+      }
+      if (!functions_.emplace(name, &f).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("function '", name, "': defined twice in the library"));
+      }
+    }
+    for (const NodeDef& n : def_.node()) used_.insert(n.name());
+    *out_.graph_def.mutable_versions() = def_.versions();
+
+    Scope top;
+    for (const NodeDef& n : def_.node()) top.names[n.name()] = n.name();
+    GR_RETURN_IF_ERROR(
+        ProcessNodes(std::vector<const NodeDef*>(AllNodes(def_.node())), top));
+    return std::move(out_);
+  }
+
+ private:
+  template <typename Nodes>
+  static std::vector<const NodeDef*> AllNodes(const Nodes& nodes) {
+    std::vector<const NodeDef*> v;
+    v.reserve(nodes.size());
+    for (const NodeDef& n : nodes) v.push_back(&n);
+    return v;
+  }
+
+  std::string Unique(const std::string& base) {
+    if (used_.insert(base).second) return base;
+    for (int i = 1;; ++i) {
+      std::string s = absl::StrCat(base, "_", i);
+      if (used_.insert(s).second) return s;
+    }
+  }
+
+  // Replaces placeholder attrs (also inside func attrs) with the caller's.
+  absl::Status Substitute(const Scope& scope, const std::string& node, AttrValue* v) {
+    if (!v->placeholder().empty()) {
+      const std::string ph = v->placeholder();
+      if (scope.attrs == nullptr || !scope.attrs->contains(ph)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            scope.Where(node), ": attr placeholder '", ph, "' is not set by the call"));
+      }
+      *v = scope.attrs->at(ph);
+      return absl::OkStatus();
+    }
+    if (v->has_func()) {
+      for (auto& [k, a] : *v->mutable_func()->mutable_attr()) {
+        GR_RETURN_IF_ERROR(Substitute(scope, node, &a));
+      }
+    }
+    if (v->has_list()) {
+      for (auto& f : *v->mutable_list()->mutable_func()) {
+        for (auto& [k, a] : *f.mutable_attr()) GR_RETURN_IF_ERROR(Substitute(scope, node, &a));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The OpDef whose outputs a node of `op` has: a registered op's, or a
+  // library function's signature. nullptr when neither.
+  const OpDef* OpDefFor(const std::string& op) const {
+    if (const OpRegistrationData* r = registry_.LookUp(op)) return &r->op_def;
+    auto it = functions_.find(op);
+    return it == functions_.end() ? nullptr : &it->second->signature();
+  }
+
+  // Maps an input string of a function body to the lowered graph.
+  absl::StatusOr<std::string> Resolve(const Scope& scope, const std::string& node,
+                                      const std::string& in) {
+    if (scope.fn == nullptr) return in;  // top level: names are kept
+    bool control = !in.empty() && in[0] == '^';
+    std::string s = control ? in.substr(1) : in;
+    std::vector<std::string> parts = absl::StrSplit(s, ':');
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(scope.Where(node), ": input '", in, "' ", why));
+    };
+    auto arg = scope.args.find(parts[0]);
+    if (arg != scope.args.end()) {
+      int index = 0;
+      if (parts.size() == 2 && !absl::SimpleAtoi(parts[1], &index)) return bad("is malformed");
+      if (parts.size() > 2) return bad("is malformed");
+      if (index < 0 || index >= static_cast<int>(arg->second.size())) {
+        return bad("asks for an element the argument does not have");
+      }
+      const std::string& t = arg->second[index];
+      return control ? absl::StrCat("^", NodeOf(t)) : t;
+    }
+    auto name = scope.names.find(parts[0]);
+    if (name == scope.names.end()) return bad("names no argument or node of the function");
+    if (control) {
+      if (parts.size() != 1) return bad("is malformed");
+      return absl::StrCat("^", name->second);
+    }
+    if (parts.size() == 1) return name->second;  // output 0
+    if (parts.size() == 2) {
+      int index;
+      if (!absl::SimpleAtoi(parts[1], &index) || index < 0) return bad("is malformed");
+      return absl::StrCat(name->second, ":", index);
+    }
+    if (parts.size() != 3) return bad("is malformed");
+    int index;
+    if (!absl::SimpleAtoi(parts[2], &index) || index < 0) return bad("is malformed");
+    const auto& [src_def, src_op] = scope.nodes.at(parts[0]);
+    if (src_op == nullptr) return bad("names a node of an unknown op");
+    std::pair<int, int> range;
+    absl::Status st = NameRangeForOutput(src_def, *src_op, parts[1], &range);
+    if (!st.ok()) return bad(absl::StrCat("cannot be resolved: ", st.message()));
+    if (index >= range.second - range.first) {
+      return bad(absl::StrCat("asks for element ", index, " of output '", parts[1], "', which has ",
+                              range.second - range.first));
+    }
+    int flat = range.first + index;
+    return flat == 0 ? name->second : absl::StrCat(name->second, ":", flat);
+  }
+
+  absl::Status Emit(NodeDef n, const Scope& scope) {
+    if (n.input_size() == 0 && !scope.entry.empty()) n.add_input(absl::StrCat("^", scope.entry));
+    if (n.device().empty()) n.set_device(scope.device);
+    if (out_.graph_def.node_size() >= options_.max_nodes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("inlining function calls makes more than ", options_.max_nodes,
+                       " nodes (at ", scope.Where(n.name()), ")"));
+    }
+    if (scope.fn != nullptr) out_.origin[n.name()] = scope.Where(n.name());
+    *out_.graph_def.add_node() = std::move(n);
+    return absl::OkStatus();
+  }
+
+  // A node made by lowering (Switch, Merge, IdentityN, ...).
+  NodeDef Make(const std::string& name, const std::string& op, std::vector<std::string> inputs,
+               const std::string& device) {
+    NodeDef n;
+    n.set_name(name);
+    n.set_op(op);
+    n.set_device(device);
+    for (auto& i : inputs) n.add_input(std::move(i));
+    return n;
+  }
+
+  const FunctionDef* FindFunction(const AttrValue* v) const {
+    if (v == nullptr || !v->has_func()) return nullptr;
+    auto it = functions_.find(v->func().name());
+    return it == functions_.end() ? nullptr : it->second;
+  }
+
+  absl::StatusOr<const FunctionDef*> FuncAttr(const Scope& scope, const NodeDef& n,
+                                              const std::string& attr) {
+    auto it = n.attr().find(attr);
+    if (it == n.attr().end() || !it->second.has_func()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(scope.Where(n.name()), " (op ", n.op(), "): has no function attr '", attr,
+                       "'"));
+    }
+    const FunctionDef* f = FindFunction(&it->second);
+    if (f == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          scope.Where(n.name()), " (op ", n.op(), "): attr '", attr, "' names function '",
+          it->second.func().name(), "', which is not in the graph's function library"));
+    }
+    return f;
+  }
+
+  // Inlines `fn`'s body with its arguments bound to `inputs` (flat).
+  absl::StatusOr<BodyResult> InlineBody(const FunctionDef& fn, const Scope& parent,
+                                        const NodeDef& call, const std::string& prefix,
+                                        const google::protobuf::Map<std::string, AttrValue>& attrs,
+                                        const std::vector<std::string>& inputs,
+                                        const std::string& entry) {
+    const std::string& fname = fn.signature().name();
+    for (const std::string& s : parent.stack) {
+      if (s == fname) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("function '", fname, "' calls itself (",
+                         absl::StrJoin(parent.stack, " -> "), " -> ", fname,
+                         "); recursive functions cannot be inlined"));
+      }
+    }
+    if (static_cast<int>(parent.stack.size()) >= options_.max_depth) {
+      return absl::InvalidArgumentError(absl::StrCat("function '", fname, "': calls nest deeper than ",
+                                                     options_.max_depth));
+    }
+    Scope scope;
+    scope.fn = &fn;
+    scope.caller = call.name();
+    scope.attrs = &attrs;
+    scope.entry = entry;
+    scope.device = call.device();
+    scope.stack = parent.stack;
+    scope.stack.push_back(fname);
+
+    // The signature's flat input and output types, with the call's attrs.
+    NodeDef sig_node;
+    sig_node.set_name(call.name());
+    *sig_node.mutable_attr() = attrs;
+    DataTypeVector in_types, out_types;
+    absl::Status st = InOutTypesForNode(sig_node, fn.signature(), &in_types, &out_types);
+    if (!st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("function '", fname, "' called by '",
+                                                     call.name(), "': ", st.message()));
+    }
+    if (in_types.size() != inputs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "function '", fname, "' called by '", call.name(), "': takes ", in_types.size(),
+          " inputs but the call passes ", inputs.size()));
+    }
+    size_t k = 0;
+    for (const auto& arg : fn.signature().input_arg()) {
+      DataTypeVector t;
+      GR_RETURN_IF_ERROR(InOutTypesForNode(sig_node, OpDefWithInput(arg), &t, &out_unused_));
+      std::vector<std::string>& bound = scope.args[arg.name()];
+      for (size_t j = 0; j < t.size(); ++j) bound.push_back(inputs[k++]);
+    }
+
+    std::vector<const NodeDef*> body = AllNodes(fn.node_def());
+    for (const NodeDef* n : body) {
+      if (scope.names.contains(n->name()) || scope.args.contains(n->name())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(scope.Where(n->name()), ": the name is used twice in the function"));
+      }
+      scope.names[n->name()] = Unique(absl::StrCat(prefix, "/", n->name()));
+    }
+    GR_RETURN_IF_ERROR(ProcessNodes(body, scope));
+
+    BodyResult result;
+    for (const auto& arg : fn.signature().output_arg()) {
+      if (!arg.number_attr().empty() || !arg.type_list_attr().empty()) {
+        return absl::UnimplementedError(absl::StrCat("function '", fname, "': output '",
+                                                     arg.name(), "' is a list"));
+      }
+      auto it = fn.ret().find(arg.name());
+      if (it == fn.ret().end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("function '", fname, "': output '", arg.name(), "' has no return value"));
+      }
+      GR_ASSIGN_OR_RETURN(std::string t, Resolve(scope, absl::StrCat("return '", arg.name(), "'"),
+                                                 it->second));
+      result.rets.push_back(std::move(t));
+    }
+    for (const auto& [name, node] : fn.control_ret()) {
+      auto it = scope.names.find(node);
+      if (it == scope.names.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "function '", fname, "': control return '", name, "' names no node '", node, "'"));
+      }
+      result.control.push_back(absl::StrCat("^", it->second));
+    }
+    return result;
+  }
+
+  // An OpDef with just `arg` as input, to count an argument's tensors.
+  static OpDef OpDefWithInput(const OpDef::ArgDef& arg) {
+    OpDef d;
+    *d.add_input_arg() = arg;
+    return d;
+  }
+
+  // Nodes with no inputs in a lowered scope wait on this: the call's
+  // control inputs (a NoOp) or the enclosing scope's entry.
+  absl::StatusOr<std::string> EntryFor(const NodeDef& call, const std::vector<std::string>& control,
+                                       const Scope& parent) {
+    if (control.empty()) return parent.entry;
+    std::vector<std::string> in = control;
+    if (!parent.entry.empty()) in.push_back(absl::StrCat("^", parent.entry));
+    std::string name = Unique(absl::StrCat(call.name(), "/input_control_node"));
+    GR_RETURN_IF_ERROR(Emit(Make(name, "NoOp", std::move(in), call.device()), parent));
+    return name;
+  }
+
+  absl::Status EmitOutputs(const NodeDef& call, const Scope& parent, const BodyResult& r,
+                           const DataTypeVector& types) {
+    if (types.size() != r.rets.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(parent.Where(call.name()), " (op ", call.op(),
+                                                     "): declares ", types.size(),
+                                                     " outputs but its function returns ",
+                                                     r.rets.size()));
+    }
+    std::vector<std::string> in = r.rets;
+    in.insert(in.end(), r.control.begin(), r.control.end());
+    NodeDef out = Make(call.name(), types.empty() ? "NoOp" : "IdentityN", std::move(in), call.device());
+    if (!types.empty()) (*out.mutable_attr())["T"] = MakeAttr(absl::MakeConstSpan(types));
+    for (const auto& [k, v] : call.attr()) {
+      if (!k.empty() && k[0] == '_') (*out.mutable_attr())[k] = v;
+    }
+    return Emit(std::move(out), parent);
+  }
+
+  absl::Status LowerCall(const NodeDef& n, const FunctionDef& fn,
+                         const google::protobuf::Map<std::string, AttrValue>& attrs,
+                         const std::vector<std::string>& data,
+                         const std::vector<std::string>& control, const Scope& parent) {
+    GR_ASSIGN_OR_RETURN(std::string entry, EntryFor(n, control, parent));
+    GR_ASSIGN_OR_RETURN(BodyResult r, InlineBody(fn, parent, n, n.name(), attrs, data, entry));
+    NodeDef sig_node;
+    sig_node.set_name(n.name());
+    *sig_node.mutable_attr() = attrs;
+    DataTypeVector in_types, out_types;
+    GR_RETURN_IF_ERROR(InOutTypesForNode(sig_node, fn.signature(), &in_types, &out_types));
+    return EmitOutputs(n, parent, r, out_types);
+  }
+
+  // A bool predicate for Switch/LoopCond: `t` itself, or a Cast of it.
+  absl::StatusOr<std::string> AsBool(const std::string& t, DataType type, const std::string& name,
+                                     const Scope& scope, const std::string& device) {
+    if (type == DT_BOOL) return t;
+    NodeDef c = Make(Unique(name), "Cast", {t}, device);
+    (*c.mutable_attr())["SrcT"] = MakeAttr(type);
+    (*c.mutable_attr())["DstT"] = MakeAttr(DT_BOOL);
+    std::string out = c.name();
+    GR_RETURN_IF_ERROR(Emit(std::move(c), scope));
+    return out;
+  }
+
+  absl::Status LowerIf(const NodeDef& n, const std::vector<std::string>& data,
+                       const std::vector<std::string>& control, const Scope& parent) {
+    GR_ASSIGN_OR_RETURN(const FunctionDef* then_fn, FuncAttr(parent, n, "then_branch"));
+    GR_ASSIGN_OR_RETURN(const FunctionDef* else_fn, FuncAttr(parent, n, "else_branch"));
+    DataType tcond = DT_BOOL;
+    DataTypeVector tin, tout;
+    GR_RETURN_IF_ERROR(GetAttr(n, "Tcond", &tcond));
+    GR_RETURN_IF_ERROR(GetAttr(n, "Tin", &tin));
+    GR_RETURN_IF_ERROR(GetAttr(n, "Tout", &tout));
+    if (data.empty() || data.size() != tin.size() + 1) {
+      return absl::InvalidArgumentError(absl::StrCat(parent.Where(n.name()), " (op ", n.op(),
+                                                     "): has ", data.size(),
+                                                     " inputs but Tin lists ", tin.size(),
+                                                     " after the predicate"));
+    }
+    const std::string& dev = n.device();
+    const std::string& p = n.name();
+    GR_ASSIGN_OR_RETURN(std::string pred, AsBool(data[0], tcond, p + "/cond_bool", parent, dev));
+
+    auto with_control = [&](std::vector<std::string> in) {
+      in.insert(in.end(), control.begin(), control.end());
+      return in;
+    };
+    NodeDef sp = Make(Unique(p + "/switch_pred"), "Switch", with_control({pred, pred}), dev);
+    (*sp.mutable_attr())["T"] = MakeAttr(DT_BOOL);
+    const std::string switch_pred = sp.name();
+    GR_RETURN_IF_ERROR(Emit(std::move(sp), parent));
+    std::string pivot_t = Unique(p + "/pivot_t"), pivot_f = Unique(p + "/pivot_f");
+    for (auto [name, port] : {std::pair{pivot_t, 1}, std::pair{pivot_f, 0}}) {
+      NodeDef id = Make(name, "Identity", {absl::StrCat(switch_pred, ":", port)}, dev);
+      (*id.mutable_attr())["T"] = MakeAttr(DT_BOOL);
+      GR_RETURN_IF_ERROR(Emit(std::move(id), parent));
+    }
+    std::vector<std::string> then_in, else_in;
+    for (size_t i = 0; i < tin.size(); ++i) {
+      NodeDef sw = Make(Unique(absl::StrCat(p, "/switch_", i)), "Switch",
+                        with_control({data[i + 1], pred}), dev);
+      (*sw.mutable_attr())["T"] = MakeAttr(tin[i]);
+      else_in.push_back(absl::StrCat(sw.name(), ":0"));
+      then_in.push_back(absl::StrCat(sw.name(), ":1"));
+      GR_RETURN_IF_ERROR(Emit(std::move(sw), parent));
+    }
+    const auto& tattrs = n.attr().at("then_branch").func().attr();
+    const auto& eattrs = n.attr().at("else_branch").func().attr();
+    GR_ASSIGN_OR_RETURN(BodyResult rt,
+                        InlineBody(*then_fn, parent, n, p + "/then", tattrs, then_in, pivot_t));
+    GR_ASSIGN_OR_RETURN(BodyResult re,
+                        InlineBody(*else_fn, parent, n, p + "/else", eattrs, else_in, pivot_f));
+    if (rt.rets.size() != tout.size() || re.rets.size() != tout.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          parent.Where(n.name()), " (op ", n.op(), "): Tout lists ", tout.size(),
+          " outputs but then_branch returns ", rt.rets.size(), " and else_branch ", re.rets.size()));
+    }
+    BodyResult merged;
+    for (size_t j = 0; j < tout.size(); ++j) {
+      NodeDef m = Make(Unique(absl::StrCat(p, "/merge_", j)), "Merge", {re.rets[j], rt.rets[j]}, dev);
+      (*m.mutable_attr())["T"] = MakeAttr(tout[j]);
+      (*m.mutable_attr())["N"] = MakeAttr(2);
+      merged.rets.push_back(m.name());
+      GR_RETURN_IF_ERROR(Emit(std::move(m), parent));
+    }
+    if (tout.empty() || !rt.control.empty() || !re.control.empty()) {
+      // Which branch ran, once its control returns have: a Merge of one
+      // live and one dead Identity of the pivots.
+      std::vector<std::string> done;
+      for (auto [pivot, ctl] : {std::pair{pivot_f, &re.control}, std::pair{pivot_t, &rt.control}}) {
+        std::vector<std::string> in = {pivot};
+        in.insert(in.end(), ctl->begin(), ctl->end());
+        NodeDef id = Make(Unique(pivot + "_done"), "Identity", std::move(in), dev);
+        (*id.mutable_attr())["T"] = MakeAttr(DT_BOOL);
+        done.push_back(id.name());
+        GR_RETURN_IF_ERROR(Emit(std::move(id), parent));
+      }
+      NodeDef m = Make(Unique(p + "/branch_executed"), "Merge", done, dev);
+      (*m.mutable_attr())["T"] = MakeAttr(DT_BOOL);
+      (*m.mutable_attr())["N"] = MakeAttr(2);
+      merged.control.push_back(absl::StrCat("^", m.name()));
+      GR_RETURN_IF_ERROR(Emit(std::move(m), parent));
+    }
+    return EmitOutputs(n, parent, merged, tout);
+  }
+
+  absl::Status LowerWhile(const NodeDef& n, const std::vector<std::string>& data,
+                          const std::vector<std::string>& control, const Scope& parent) {
+    GR_ASSIGN_OR_RETURN(const FunctionDef* cond_fn, FuncAttr(parent, n, "cond"));
+    GR_ASSIGN_OR_RETURN(const FunctionDef* body_fn, FuncAttr(parent, n, "body"));
+    DataTypeVector types;
+    GR_RETURN_IF_ERROR(GetAttr(n, "T", &types));
+    int64_t parallel = 10;
+    if (HasAttr(n, "parallel_iterations")) GR_RETURN_IF_ERROR(GetAttr(n, "parallel_iterations", &parallel));
+    if (types.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(parent.Where(n.name()), " (op ", n.op(), "): has no loop variables"));
+    }
+    if (data.size() != types.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(parent.Where(n.name()), " (op ", n.op(),
+                                                     "): has ", data.size(), " inputs but T lists ",
+                                                     types.size()));
+    }
+    const std::string& dev = n.device();
+    const std::string& p = n.name();
+    const size_t k = types.size();
+    std::vector<std::string> merges(k), nexts(k), switches(k), idents(k);
+    for (size_t i = 0; i < k; ++i) {
+      std::vector<std::string> in = {data[i]};
+      in.insert(in.end(), control.begin(), control.end());
+      NodeDef e = Make(Unique(absl::StrCat(p, "/enter_", i)), "Enter", std::move(in), dev);
+      (*e.mutable_attr())["T"] = MakeAttr(types[i]);
+      (*e.mutable_attr())["frame_name"] = MakeAttr(p);
+      (*e.mutable_attr())["is_constant"] = MakeAttr(false);
+      (*e.mutable_attr())["parallel_iterations"] = MakeAttr(parallel);
+      merges[i] = Unique(absl::StrCat(p, "/merge_", i));
+      nexts[i] = Unique(absl::StrCat(p, "/next_iteration_", i));
+      NodeDef m = Make(merges[i], "Merge", {e.name(), nexts[i]}, dev);
+      (*m.mutable_attr())["T"] = MakeAttr(types[i]);
+      (*m.mutable_attr())["N"] = MakeAttr(2);
+      GR_RETURN_IF_ERROR(Emit(std::move(e), parent));
+      GR_RETURN_IF_ERROR(Emit(std::move(m), parent));
+    }
+    const auto& cattrs = n.attr().at("cond").func().attr();
+    const auto& battrs = n.attr().at("body").func().attr();
+    GR_ASSIGN_OR_RETURN(BodyResult rc,
+                        InlineBody(*cond_fn, parent, n, p + "/cond", cattrs, merges, merges[0]));
+    if (rc.rets.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("function '", cond_fn->signature().name(),
+                                                     "' (cond of '", p, "'): returns ",
+                                                     rc.rets.size(), " values, not 1"));
+    }
+    NodeDef sig_node;
+    sig_node.set_name(p);
+    *sig_node.mutable_attr() = cattrs;
+    DataTypeVector cin, cout;
+    GR_RETURN_IF_ERROR(InOutTypesForNode(sig_node, cond_fn->signature(), &cin, &cout));
+    GR_ASSIGN_OR_RETURN(std::string pred, AsBool(rc.rets[0], cout[0], p + "/cond_bool", parent, dev));
+    NodeDef lc = Make(Unique(p + "/loop_cond"), "LoopCond", {pred}, dev);
+    const std::string loop_cond = lc.name();
+    GR_RETURN_IF_ERROR(Emit(std::move(lc), parent));
+    for (size_t i = 0; i < k; ++i) {
+      NodeDef sw = Make(Unique(absl::StrCat(p, "/switch_", i)), "Switch", {merges[i], loop_cond}, dev);
+      (*sw.mutable_attr())["T"] = MakeAttr(types[i]);
+      switches[i] = sw.name();
+      GR_RETURN_IF_ERROR(Emit(std::move(sw), parent));
+      NodeDef id = Make(Unique(absl::StrCat(p, "/body_input_", i)), "Identity",
+                        {absl::StrCat(switches[i], ":1")}, dev);
+      (*id.mutable_attr())["T"] = MakeAttr(types[i]);
+      idents[i] = id.name();
+      GR_RETURN_IF_ERROR(Emit(std::move(id), parent));
+    }
+    GR_ASSIGN_OR_RETURN(BodyResult rb,
+                        InlineBody(*body_fn, parent, n, p + "/body", battrs, idents, idents[0]));
+    if (rb.rets.size() != k) {
+      return absl::InvalidArgumentError(absl::StrCat("function '", body_fn->signature().name(),
+                                                     "' (body of '", p, "'): returns ",
+                                                     rb.rets.size(), " values for ", k,
+                                                     " loop variables"));
+    }
+    BodyResult exits;
+    for (size_t i = 0; i < k; ++i) {
+      std::vector<std::string> in = {rb.rets[i]};
+      in.insert(in.end(), rb.control.begin(), rb.control.end());
+      NodeDef ni = Make(nexts[i], "NextIteration", std::move(in), dev);
+      (*ni.mutable_attr())["T"] = MakeAttr(types[i]);
+      GR_RETURN_IF_ERROR(Emit(std::move(ni), parent));
+      NodeDef ex = Make(Unique(absl::StrCat(p, "/exit_", i)), "Exit", {switches[i]}, dev);
+      (*ex.mutable_attr())["T"] = MakeAttr(types[i]);
+      exits.rets.push_back(ex.name());
+      GR_RETURN_IF_ERROR(Emit(std::move(ex), parent));
+    }
+    return EmitOutputs(n, parent, exits, types);
+  }
+
+  absl::Status ProcessNodes(const std::vector<const NodeDef*>& nodes, Scope& scope) {
+    // Substitute attrs first: output ranges of any node may be needed by
+    // the inputs of any other.
+    if (scope.fn != nullptr) {
+      for (const NodeDef* n : nodes) {
+        NodeDef copy = *n;
+        for (auto& [k, v] : *copy.mutable_attr()) GR_RETURN_IF_ERROR(Substitute(scope, n->name(), &v));
+        const OpDef* op = OpDefFor(n->op());
+        scope.nodes.emplace(n->name(), std::make_pair(std::move(copy), op));
+      }
+    }
+    for (const NodeDef* orig : nodes) {
+      const NodeDef& src = scope.fn != nullptr ? scope.nodes.at(orig->name()).first : *orig;
+      NodeDef n = src;
+      n.set_name(scope.names.at(src.name()));
+      n.clear_input();
+      std::vector<std::string> data, control;
+      for (const std::string& in : src.input()) {
+        if (in.empty() || in == "^") {
+          return absl::InvalidArgumentError(
+              absl::StrCat(scope.Where(src.name()), ": has an empty input name"));
+        }
+        GR_ASSIGN_OR_RETURN(std::string t, Resolve(scope, src.name(), in));
+        (t[0] == '^' ? control : data).push_back(std::move(t));
+      }
+      if (scope.fn != nullptr) {
+        if (n.device().empty()) n.set_device(scope.device);
+        auto cls = n.mutable_attr()->find("_class");
+        if (cls != n.mutable_attr()->end()) {
+          for (std::string& c : *cls->second.mutable_list()->mutable_s()) {
+            if (c.rfind("loc:@", 0) != 0) continue;
+            auto it = scope.names.find(c.substr(5));
+            if (it != scope.names.end()) c = "loc:@" + it->second;
+          }
+        }
+      }
+      auto fn = functions_.find(src.op());
+      if (fn != functions_.end()) {
+        GR_RETURN_IF_ERROR(LowerCall(n, *fn->second, n.attr(), data, control, scope));
+      } else if (IsCall(src.op())) {
+        GR_ASSIGN_OR_RETURN(const FunctionDef* f, FuncAttr(scope, n, "f"));
+        const auto attrs = n.attr().at("f").func().attr();
+        GR_RETURN_IF_ERROR(LowerCall(n, *f, attrs, data, control, scope));
+      } else if (IsIf(src.op())) {
+        GR_RETURN_IF_ERROR(LowerIf(n, data, control, scope));
+      } else if (IsWhile(src.op())) {
+        GR_RETURN_IF_ERROR(LowerWhile(n, data, control, scope));
+      } else {
+        for (auto& d : data) n.add_input(std::move(d));
+        for (auto& c : control) n.add_input(std::move(c));
+        GR_RETURN_IF_ERROR(Emit(std::move(n), scope));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const GraphDef& def_;
+  const OpRegistry& registry_;
+  const LoweringOptions options_;
+  absl::flat_hash_map<std::string, const FunctionDef*> functions_;
+  absl::flat_hash_set<std::string> used_;
+  LoweredGraph out_;
+  DataTypeVector out_unused_;
+};
+
+}  // namespace
+
+bool NeedsLowering(const GraphDef& def) {
+  if (def.library().function_size() > 0) return true;
+  for (const NodeDef& n : def.node()) {
+    if (IsFunctional(n.op())) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<LoweredGraph> LowerFunctionCalls(const GraphDef& def, const OpRegistry& registry,
+                                                const LoweringOptions& options) {
+  return Lowering(def, registry, options).Run();
+}
+
+absl::Status AnnotateLoweringError(const absl::Status& status,
+                                   const absl::flat_hash_map<std::string, std::string>& origin) {
+  if (status.ok() || origin.empty()) return status;
+  std::string msg(status.message());
+  size_t pos = 0;
+  while ((pos = msg.find("node '", pos)) != std::string::npos) {
+    size_t start = pos + 6;
+    size_t end = msg.find('\'', start);
+    if (end == std::string::npos) break;
+    auto it = origin.find(msg.substr(start, end - start));
+    if (it != origin.end()) {
+      msg.replace(pos, end + 1 - pos, it->second);
+      return absl::Status(status.code(), msg);
+    }
+    pos = end;
+  }
+  return status;
+}
+
+absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegistry& registry,
+                                              std::vector<std::string>* warnings) {
+  GraphDef out;
+  absl::flat_hash_map<std::string, std::string> origin;
+  const bool lowering = NeedsLowering(def);
+  if (lowering) {
+    GR_ASSIGN_OR_RETURN(LoweredGraph lowered, LowerFunctionCalls(def, registry));
+    out = std::move(lowered.graph_def);
+    origin = std::move(lowered.origin);
+  } else {
+    out = def;
+  }
+  for (NodeDef& n : *out.mutable_node()) {
+    const OpRegistrationData* reg = registry.LookUp(n.op());
+    if (reg == nullptr) continue;
+    std::vector<std::string> drop;
+    for (const auto& [k, v] : n.attr()) {
+      if (!k.empty() && k[0] == '_') continue;
+      bool declared = false;
+      for (const auto& a : reg->op_def.attr()) declared = declared || a.name() == k;
+      if (!declared) drop.push_back(k);
+    }
+    std::sort(drop.begin(), drop.end());
+    for (const std::string& k : drop) {
+      n.mutable_attr()->erase(k);
+      if (warnings != nullptr) {
+        warnings->push_back(absl::StrCat("node '", n.name(), "' (op ", n.op(), "): dropped attr '",
+                                         k, "', which the op does not declare"));
+      }
+    }
+  }
+  if (lowering) {
+    ImportOptions no_shapes;
+    no_shapes.infer_shapes = false;
+    GR_RETURN_IF_ERROR(
+        AnnotateLoweringError(GraphFromGraphDef(out, registry, no_shapes).status(), origin));
+  }
+  return out;
+}
+
+absl::StatusOr<GraphDef> CanonicalizeGraphDefForSession(const GraphDef& def,
+                                                        const OpRegistry& registry) {
+  std::vector<std::string> warnings;
+  GR_ASSIGN_OR_RETURN(GraphDef out, CanonicalizeGraphDef(def, registry, &warnings));
+  for (const std::string& w : warnings) std::cerr << "graphrun: warning: " << w << "\n";
+  return out;
+}
+
+}  // namespace graphrun

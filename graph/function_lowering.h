@@ -1,0 +1,102 @@
+// Function libraries and functional control flow, lowered away at import.
+//
+// A TensorFlow 2 GraphDef carries a FunctionDefLibrary, and its nodes call
+// into it three ways: a node whose op is a library function's name;
+// PartitionedCall / StatefulPartitionedCall with the function in attr `f`;
+// and the functional control-flow ops If / StatelessIf (then_branch,
+// else_branch) and While / StatelessWhile (cond, body). graphrun's executor
+// runs dataflow graphs with v1 control flow (Switch/Merge, and loop frames
+// of Enter/Exit/NextIteration), so every call is inlined before the graph is
+// built, as TensorFlow's own function-inlining and control-flow-lowering
+// passes do:
+//
+// - A call node `c` becomes the function body's nodes, named `c/<node>`,
+//   with the function's arguments wired to the call's inputs, and an
+//   IdentityN named `c` over the function's return values (a NoOp when it
+//   returns nothing), so `c:1` and `^c` still mean what they meant. `^c`
+//   also waits for the function's control returns. Nodes of the body with
+//   no inputs wait for the call's control inputs.
+// - `If` becomes a Switch per input, both branches inlined (`c/then/...`,
+//   `c/else/...`) with nodes that have no inputs anchored to a pivot of the
+//   predicate, so the branch not taken is dead, and a Merge per output.
+// - `While` becomes a loop frame named after the node: Enter, Merge,
+//   the inlined cond, LoopCond, Switch, the inlined body, NextIteration and
+//   Exit per loop variable.
+// - Attrs a function leaves as placeholders take the caller's values.
+//   Body nodes keep their own device and colocation (`loc:@` names are
+//   renamed with the body); a body node with no device takes the call's.
+//
+// Errors are InvalidArgument naming the function and the node: a call to
+// a function that is not in the library, a function that calls itself
+// (recursion cannot be inlined, and graphrun has no call frames), a wrong
+// number of inputs, an input naming no argument or node of the body, a
+// placeholder attr the call does not set. ResourceExhausted when inlining
+// would make more than `max_nodes` nodes.
+#ifndef GRAPHRUN_GRAPH_FUNCTION_LOWERING_H_
+#define GRAPHRUN_GRAPH_FUNCTION_LOWERING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graph/op_registry.h"
+#include "graph/proto/graph.pb.h"
+
+namespace graphrun {
+
+struct LoweringOptions {
+  // Calls nested deeper than this are an error.
+  int max_depth = 64;
+  // The lowered graph may have at most this many nodes.
+  int64_t max_nodes = int64_t{1} << 22;
+};
+
+struct LoweredGraph {
+  // The graph with no function library and no call or functional ops.
+  tensorflow::GraphDef graph_def;
+  // For each node that came from a function body, where it came from:
+  // "node 'add' of function 'f' (called by 'c')". Used to name the
+  // function in errors found later, when the lowered graph is validated.
+  absl::flat_hash_map<std::string, std::string> origin;
+};
+
+// True when `def` has a function library or uses a functional op, so that
+// LowerFunctionCalls would change it.
+bool NeedsLowering(const tensorflow::GraphDef& def);
+
+// Inlines every call of `def` into its function library and lowers If and
+// While to v1 control flow (see the top of this file).
+absl::StatusOr<LoweredGraph> LowerFunctionCalls(const tensorflow::GraphDef& def,
+                                                const OpRegistry& registry,
+                                                const LoweringOptions& options = {});
+
+// Rewrites an error about a lowered graph so that a node that came from a
+// function body is named by its function: the first "node 'X'" whose X is
+// in `origin` becomes origin[X]. Other errors come back unchanged.
+absl::Status AnnotateLoweringError(const absl::Status& status,
+                                   const absl::flat_hash_map<std::string, std::string>& origin);
+
+// What every entry point (sessions, `graphrun run`, placeviz) does to a
+// GraphDef a user hands in, before anything else reads it:
+// - lowers function calls (above);
+// - applies TensorFlow 2's rule for attrs an op does not declare: one whose
+//   name starts with '_' is kept, any other is dropped, with one warning per
+//   node and attr appended to `warnings` (may be null).
+// When it lowered calls, it also validates the result (GraphFromGraphDef),
+// so that an error inside a function body names the function.
+// Nodes of ops the registry does not know are left for validation to name.
+absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDef(const tensorflow::GraphDef& def,
+                                                          const OpRegistry& registry,
+                                                          std::vector<std::string>* warnings);
+
+// CanonicalizeGraphDef for sessions: each warning goes to stderr as one
+// line "graphrun: warning: ...".
+absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDefForSession(
+    const tensorflow::GraphDef& def, const OpRegistry& registry);
+
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_GRAPH_FUNCTION_LOWERING_H_
