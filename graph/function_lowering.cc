@@ -51,8 +51,8 @@ struct Scope {
 
   std::string Where(const std::string& node) const {
     if (fn == nullptr) return absl::StrCat("node '", node, "'");
-    return absl::StrCat("node '", node, "' of function '", fn->signature().name(),
-                        "' (called by '", caller, "')");
+    return absl::StrCat("node '", node, "' of function '", fn->signature().name(), "' (called by '",
+                        caller, "')");
   }
 };
 
@@ -93,8 +93,7 @@ class Lowering {
 
     Scope top;
     for (const NodeDef& n : def_.node()) top.names[n.name()] = n.name();
-    GR_RETURN_IF_ERROR(
-        ProcessNodes(std::vector<const NodeDef*>(AllNodes(def_.node())), top));
+    GR_RETURN_IF_ERROR(ProcessNodes(std::vector<const NodeDef*>(AllNodes(def_.node())), top));
     return std::move(out_);
   }
 
@@ -120,8 +119,8 @@ class Lowering {
     if (!v->placeholder().empty()) {
       const std::string ph = v->placeholder();
       if (scope.attrs == nullptr || !scope.attrs->contains(ph)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            scope.Where(node), ": attr placeholder '", ph, "' is not set by the call"));
+        return absl::InvalidArgumentError(absl::StrCat(scope.Where(node), ": attr placeholder '",
+                                                       ph, "' is not set by the call"));
       }
       *v = scope.attrs->at(ph);
       return absl::OkStatus();
@@ -201,9 +200,9 @@ class Lowering {
     if (n.input_size() == 0 && !scope.entry.empty()) n.add_input(absl::StrCat("^", scope.entry));
     if (n.device().empty()) n.set_device(scope.device);
     if (out_.graph_def.node_size() >= options_.max_nodes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("inlining function calls makes more than ", options_.max_nodes,
-                       " nodes (at ", scope.Where(n.name()), ")"));
+      return absl::ResourceExhaustedError(absl::StrCat("inlining function calls makes more than ",
+                                                       options_.max_nodes, " nodes (at ",
+                                                       scope.Where(n.name()), ")"));
     }
     if (scope.fn != nullptr) out_.origin[n.name()] = scope.Where(n.name());
     *out_.graph_def.add_node() = std::move(n);
@@ -231,9 +230,8 @@ class Lowering {
                                               const std::string& attr) {
     auto it = n.attr().find(attr);
     if (it == n.attr().end() || !it->second.has_func()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(scope.Where(n.name()), " (op ", n.op(), "): has no function attr '", attr,
-                       "'"));
+      return absl::InvalidArgumentError(absl::StrCat(scope.Where(n.name()), " (op ", n.op(),
+                                                     "): has no function attr '", attr, "'"));
     }
     const FunctionDef* f = FindFunction(&it->second);
     if (f == nullptr) {
@@ -253,15 +251,14 @@ class Lowering {
     const std::string& fname = fn.signature().name();
     for (const std::string& s : parent.stack) {
       if (s == fname) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("function '", fname, "' calls itself (",
-                         absl::StrJoin(parent.stack, " -> "), " -> ", fname,
-                         "); recursive functions cannot be inlined"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "function '", fname, "' calls itself (", absl::StrJoin(parent.stack, " -> "), " -> ",
+            fname, "); recursive functions cannot be inlined"));
       }
     }
     if (static_cast<int>(parent.stack.size()) >= options_.max_depth) {
-      return absl::InvalidArgumentError(absl::StrCat("function '", fname, "': calls nest deeper than ",
-                                                     options_.max_depth));
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", fname, "': calls nest deeper than ", options_.max_depth));
     }
     Scope scope;
     scope.fn = &fn;
@@ -279,13 +276,13 @@ class Lowering {
     DataTypeVector in_types, out_types;
     absl::Status st = InOutTypesForNode(sig_node, fn.signature(), &in_types, &out_types);
     if (!st.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("function '", fname, "' called by '",
-                                                     call.name(), "': ", st.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", fname, "' called by '", call.name(), "': ", st.message()));
     }
     if (in_types.size() != inputs.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "function '", fname, "' called by '", call.name(), "': takes ", in_types.size(),
-          " inputs but the call passes ", inputs.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", fname, "' called by '", call.name(), "': takes ",
+                       in_types.size(), " inputs but the call passes ", inputs.size()));
     }
     size_t k = 0;
     for (const auto& arg : fn.signature().input_arg()) {
@@ -308,23 +305,23 @@ class Lowering {
     BodyResult result;
     for (const auto& arg : fn.signature().output_arg()) {
       if (!arg.number_attr().empty() || !arg.type_list_attr().empty()) {
-        return absl::UnimplementedError(absl::StrCat("function '", fname, "': output '",
-                                                     arg.name(), "' is a list"));
+        return absl::UnimplementedError(
+            absl::StrCat("function '", fname, "': output '", arg.name(), "' is a list"));
       }
       auto it = fn.ret().find(arg.name());
       if (it == fn.ret().end()) {
         return absl::InvalidArgumentError(
             absl::StrCat("function '", fname, "': output '", arg.name(), "' has no return value"));
       }
-      GR_ASSIGN_OR_RETURN(std::string t, Resolve(scope, absl::StrCat("return '", arg.name(), "'"),
-                                                 it->second));
+      GR_ASSIGN_OR_RETURN(std::string t,
+                          Resolve(scope, absl::StrCat("return '", arg.name(), "'"), it->second));
       result.rets.push_back(std::move(t));
     }
     for (const auto& [name, node] : fn.control_ret()) {
       auto it = scope.names.find(node);
       if (it == scope.names.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "function '", fname, "': control return '", name, "' names no node '", node, "'"));
+        return absl::InvalidArgumentError(absl::StrCat("function '", fname, "': control return '",
+                                                       name, "' names no node '", node, "'"));
       }
       result.control.push_back(absl::StrCat("^", it->second));
     }
@@ -353,14 +350,14 @@ class Lowering {
   absl::Status EmitOutputs(const NodeDef& call, const Scope& parent, const BodyResult& r,
                            const DataTypeVector& types) {
     if (types.size() != r.rets.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(parent.Where(call.name()), " (op ", call.op(),
-                                                     "): declares ", types.size(),
-                                                     " outputs but its function returns ",
-                                                     r.rets.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(parent.Where(call.name()), " (op ", call.op(), "): declares ", types.size(),
+                       " outputs but its function returns ", r.rets.size()));
     }
     std::vector<std::string> in = r.rets;
     in.insert(in.end(), r.control.begin(), r.control.end());
-    NodeDef out = Make(call.name(), types.empty() ? "NoOp" : "IdentityN", std::move(in), call.device());
+    NodeDef out =
+        Make(call.name(), types.empty() ? "NoOp" : "IdentityN", std::move(in), call.device());
     if (!types.empty()) (*out.mutable_attr())["T"] = MakeAttr(absl::MakeConstSpan(types));
     for (const auto& [k, v] : call.attr()) {
       if (!k.empty() && k[0] == '_') (*out.mutable_attr())[k] = v;
@@ -404,10 +401,9 @@ class Lowering {
     GR_RETURN_IF_ERROR(GetAttr(n, "Tin", &tin));
     GR_RETURN_IF_ERROR(GetAttr(n, "Tout", &tout));
     if (data.empty() || data.size() != tin.size() + 1) {
-      return absl::InvalidArgumentError(absl::StrCat(parent.Where(n.name()), " (op ", n.op(),
-                                                     "): has ", data.size(),
-                                                     " inputs but Tin lists ", tin.size(),
-                                                     " after the predicate"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(parent.Where(n.name()), " (op ", n.op(), "): has ", data.size(),
+                       " inputs but Tin lists ", tin.size(), " after the predicate"));
     }
     const std::string& dev = n.device();
     const std::string& p = n.name();
@@ -443,13 +439,15 @@ class Lowering {
     GR_ASSIGN_OR_RETURN(BodyResult re,
                         InlineBody(*else_fn, parent, n, p + "/else", eattrs, else_in, pivot_f));
     if (rt.rets.size() != tout.size() || re.rets.size() != tout.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          parent.Where(n.name()), " (op ", n.op(), "): Tout lists ", tout.size(),
-          " outputs but then_branch returns ", rt.rets.size(), " and else_branch ", re.rets.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(parent.Where(n.name()), " (op ", n.op(), "): Tout lists ", tout.size(),
+                       " outputs but then_branch returns ", rt.rets.size(), " and else_branch ",
+                       re.rets.size()));
     }
     BodyResult merged;
     for (size_t j = 0; j < tout.size(); ++j) {
-      NodeDef m = Make(Unique(absl::StrCat(p, "/merge_", j)), "Merge", {re.rets[j], rt.rets[j]}, dev);
+      NodeDef m =
+          Make(Unique(absl::StrCat(p, "/merge_", j)), "Merge", {re.rets[j], rt.rets[j]}, dev);
       (*m.mutable_attr())["T"] = MakeAttr(tout[j]);
       (*m.mutable_attr())["N"] = MakeAttr(2);
       merged.rets.push_back(m.name());
@@ -483,7 +481,8 @@ class Lowering {
     DataTypeVector types;
     GR_RETURN_IF_ERROR(GetAttr(n, "T", &types));
     int64_t parallel = 10;
-    if (HasAttr(n, "parallel_iterations")) GR_RETURN_IF_ERROR(GetAttr(n, "parallel_iterations", &parallel));
+    if (HasAttr(n, "parallel_iterations"))
+      GR_RETURN_IF_ERROR(GetAttr(n, "parallel_iterations", &parallel));
     if (types.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat(parent.Where(n.name()), " (op ", n.op(), "): has no loop variables"));
@@ -527,12 +526,14 @@ class Lowering {
     *sig_node.mutable_attr() = cattrs;
     DataTypeVector cin, cout;
     GR_RETURN_IF_ERROR(InOutTypesForNode(sig_node, cond_fn->signature(), &cin, &cout));
-    GR_ASSIGN_OR_RETURN(std::string pred, AsBool(rc.rets[0], cout[0], p + "/cond_bool", parent, dev));
+    GR_ASSIGN_OR_RETURN(std::string pred,
+                        AsBool(rc.rets[0], cout[0], p + "/cond_bool", parent, dev));
     NodeDef lc = Make(Unique(p + "/loop_cond"), "LoopCond", {pred}, dev);
     const std::string loop_cond = lc.name();
     GR_RETURN_IF_ERROR(Emit(std::move(lc), parent));
     for (size_t i = 0; i < k; ++i) {
-      NodeDef sw = Make(Unique(absl::StrCat(p, "/switch_", i)), "Switch", {merges[i], loop_cond}, dev);
+      NodeDef sw =
+          Make(Unique(absl::StrCat(p, "/switch_", i)), "Switch", {merges[i], loop_cond}, dev);
       (*sw.mutable_attr())["T"] = MakeAttr(types[i]);
       switches[i] = sw.name();
       GR_RETURN_IF_ERROR(Emit(std::move(sw), parent));
@@ -545,10 +546,9 @@ class Lowering {
     GR_ASSIGN_OR_RETURN(BodyResult rb,
                         InlineBody(*body_fn, parent, n, p + "/body", battrs, idents, idents[0]));
     if (rb.rets.size() != k) {
-      return absl::InvalidArgumentError(absl::StrCat("function '", body_fn->signature().name(),
-                                                     "' (body of '", p, "'): returns ",
-                                                     rb.rets.size(), " values for ", k,
-                                                     " loop variables"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", body_fn->signature().name(), "' (body of '", p, "'): returns ",
+                       rb.rets.size(), " values for ", k, " loop variables"));
     }
     BodyResult exits;
     for (size_t i = 0; i < k; ++i) {
@@ -571,7 +571,8 @@ class Lowering {
     if (scope.fn != nullptr) {
       for (const NodeDef* n : nodes) {
         NodeDef copy = *n;
-        for (auto& [k, v] : *copy.mutable_attr()) GR_RETURN_IF_ERROR(Substitute(scope, n->name(), &v));
+        for (auto& [k, v] : *copy.mutable_attr())
+          GR_RETURN_IF_ERROR(Substitute(scope, n->name(), &v));
         const OpDef* op = OpDefFor(n->op());
         scope.nodes.emplace(n->name(), std::make_pair(std::move(copy), op));
       }

@@ -51,7 +51,7 @@ struct LoweringOptions {
   // Calls nested deeper than this are an error.
   int max_depth = 64;
   // The lowered graph may have at most this many nodes.
-  int64_t max_nodes = int64_t{1} << 22;
+  int64_t max_nodes = int64_t{1} << 20;
 };
 
 struct LoweredGraph {
@@ -94,8 +94,8 @@ absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDef(const tensorflow::Grap
 
 // CanonicalizeGraphDef for sessions: each warning goes to stderr as one
 // line "graphrun: warning: ...".
-absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDefForSession(
-    const tensorflow::GraphDef& def, const OpRegistry& registry);
+absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDefForSession(const tensorflow::GraphDef& def,
+                                                                    const OpRegistry& registry);
 
 }  // namespace graphrun
 

@@ -429,9 +429,8 @@ class CheckedIntBinaryOp : public OpKernel {
       bad |= kByZero ? p[i] == 0 : p[i] < 0;
     }
     if (bad) {
-      return Error(kByZero
-                       ? "integer division by zero"
-                       : "integers to negative integer powers are not allowed");
+      return Error(kByZero ? "integer division by zero"
+                           : "integers to negative integer powers are not allowed");
     }
     return cwise::ComputeBinary(*this, ctx, cwise::BinaryLoopsFor<T, T, F>::kLoops);
   }
@@ -793,14 +792,16 @@ void AddSelect(KernelRegistry& r, const char* op) {
 }  // namespace
 
 void RegisterCwiseKernels(KernelRegistry& r) {
-  AddBinary<AddF, float, double, int32_t, int64_t>(r, "Add");
-  AddBinary<AddF, float, double, int32_t, int64_t>(r, "AddV2");
-  AddBinary<SubF, float, double, int32_t, int64_t>(r, "Sub");
-  AddBinary<MulF, float, double, int32_t, int64_t>(r, "Mul");
+  AddBinary<AddF, float, double, int32_t, int64_t, uint8_t, int8_t, uint16_t, int16_t>(r, "Add");
+  AddBinary<AddF, float, double, int32_t, int64_t, uint8_t, int8_t, uint16_t, int16_t>(r, "AddV2");
+  AddBinary<SubF, float, double, int32_t, int64_t, uint8_t, int8_t, uint16_t, int16_t>(r, "Sub");
+  AddBinary<MulF, float, double, int32_t, int64_t, uint8_t, int8_t, uint16_t, int16_t>(r, "Mul");
   AddBinary<DivF, float, double>(r, "RealDiv");
   AddBinary<DivF, float, double>(r, "Div");
-  AddBinary<MaximumF, float, double, int32_t, int64_t>(r, "Maximum");
-  AddBinary<MinimumF, float, double, int32_t, int64_t>(r, "Minimum");
+  AddBinary<MaximumF, float, double, int32_t, int64_t, uint8_t, int8_t, uint16_t, int16_t>(
+      r, "Maximum");
+  AddBinary<MinimumF, float, double, int32_t, int64_t, uint8_t, int8_t, uint16_t, int16_t>(
+      r, "Minimum");
   AddBinary<SquaredDifferenceF, float, double, int32_t, int64_t>(r, "SquaredDifference");
   AddBinary<PowF, float, double>(r, "Pow");
   r.Add(Cpu<int32_t>("Div"), MakeKernel<CheckedIntBinaryOp<int32_t, IntDivF>>());

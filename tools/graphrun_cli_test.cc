@@ -122,6 +122,71 @@ TEST(GraphrunCliTest, Variables) {
       "\"shape\": [], \"values\": [10]}}}\n");
 }
 
+// TensorFlow 2 graphs with function libraries (tools/testdata/tf2), run
+// through the CLI: calls inlined, If/While lowered.
+std::string Tf2(const std::string& name) { return Runfile("tools/testdata/tf2/" + name); }
+
+TEST(GraphrunCliTest, Tf2NestedPartitionedCalls) {
+  ExpectOutput({"run", Tf2("call_affine.pbtxt"), "--feed", "x=[1,2,3]", "--fetch", "Identity",
+                "--fetch", "StatefulPartitionedCall"},
+               "Identity:0 = Tensor<float, [3]: 3 5 7>\n"
+               "StatefulPartitionedCall:0 = Tensor<float, [3]: 3 5 7>\n");
+}
+
+TEST(GraphrunCliTest, Tf2StatelessIfTakesEitherBranch) {
+  ExpectOutput({"run", Tf2("if_abs.pbtxt"), "--feed", "x=-2.5", "--fetch", "cond/Identity"},
+               "cond/Identity:0 = Tensor<float, []: 2.5>\n");
+  ExpectOutput({"run", Tf2("if_abs.pbtxt"), "--feed", "x=4", "--fetch", "cond/Identity"},
+               "cond/Identity:0 = Tensor<float, []: 4>\n");
+}
+
+TEST(GraphrunCliTest, Tf2StatelessWhileWithLoopCounter) {
+  ExpectOutput({"run", Tf2("while_pow.pbtxt"), "--feed", "n=10", "--fetch", "result", "--fetch",
+                "while:0", "--fetch", "while:4"},
+               "result:0 = Tensor<float, []: 1024>\n"
+               "while:0 = Tensor<int32, []: 10>\n"
+               "while:4 = Tensor<int32, []: 10>\n");
+  ExpectOutput({"run", Tf2("while_pow.pbtxt"), "--feed", "n=0", "--fetch", "result"},
+               "result:0 = Tensor<float, []: 1>\n");
+}
+
+TEST(GraphrunCliTest, Tf2IfInsideWhile) {
+  // Collatz: 27 takes 111 steps to reach 1; 1 takes none.
+  ExpectOutput(
+      {"run", Tf2("collatz.pbtxt"), "--feed", "n=27", "--fetch", "steps", "--fetch", "while:1"},
+      "steps:0 = Tensor<int32, []: 111>\nwhile:1 = Tensor<int32, []: 1>\n");
+  ExpectOutput({"run", Tf2("collatz.pbtxt"), "--feed", "n=1", "--fetch", "steps"},
+               "steps:0 = Tensor<int32, []: 0>\n");
+}
+
+TEST(GraphrunCliTest, Tf2FunctionUsedAsOpWithPlaceholderAttrs) {
+  ExpectOutput({"run", Tf2("function_as_op.pbtxt"), "--fetch", "pt", "--fetch", "pt:1", "--fetch",
+                "pti:0", "--fetch", "pti:1", "--fetch", "total"},
+               "pt:0 = Tensor<float, []: 7>\npt:1 = Tensor<float, []: 12>\n"
+               "pti:0 = Tensor<int32, []: 13>\npti:1 = Tensor<int32, []: 42>\n"
+               "total:0 = Tensor<float, []: 19>\n");
+}
+
+TEST(GraphrunCliTest, Tf2Uint8Returns) {
+  ExpectOutput({"run", Tf2("uint8_returns.pbtxt"), "--feed", "x=[0,0.5,1]", "--feed", "keep=true",
+                "--fetch", "pixels", "--fetch", "maybe_inverted"},
+               "pixels:0 = Tensor<uint8, [3]: 0 127 255>\n"
+               "maybe_inverted:0 = Tensor<uint8, [3]: 0 127 255>\n");
+  ExpectOutput({"run", Tf2("uint8_returns.pbtxt"), "--feed", "x=[0,0.5,1]", "--feed", "keep=false",
+                "--fetch", "maybe_inverted", "--format=json"},
+               "{\"fetches\": {\"maybe_inverted:0\": {\"dtype\": \"DT_UINT8\", \"shape\": [3], "
+               "\"values\": [255, 128, 0]}}}\n");
+}
+
+TEST(GraphrunCliTest, Tf2RecursionIsAnError) {
+  Result r = Graphrun({"run", Tf2("recursive.pbtxt"), "--fetch", "y"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "InvalidArgument: function 'f' calls itself (f -> g -> f); recursive functions cannot "
+            "be inlined\n");
+}
+
 // Dataset ops from a GraphDef: one step initializes the iterators and reads
 // the first 8 test labels and images (the data package is installed by
 // scripts/setup.sh).
