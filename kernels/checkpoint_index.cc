@@ -21,20 +21,10 @@ void PutU64(std::string* s, uint64_t v) { s->append(reinterpret_cast<const char*
 
 // ---------------------------------------------------------------------------
 // Tensor encoding. Fixed-size types: the elements' little-endian bytes.
-// Strings: one u64 length per element, then the bytes of all elements.
+// Strings: TensorFlow's layout (checkpoint_tf_index.cc); in graphrun's
+// first format, one u64 length per element, then the bytes of all elements.
 
 bool Storable(DataType dt) { return DataTypeSize(dt) > 0 || dt == DT_STRING; }
-
-std::string EncodeStrings(const Tensor& t) {
-  std::string out;
-  absl::Span<std::string> v = t.flat<std::string>();
-  size_t total = 8 * v.size();
-  for (const std::string& e : v) total += e.size();
-  out.reserve(total);
-  for (const std::string& e : v) PutU64(&out, e.size());
-  for (const std::string& e : v) out += e;
-  return out;
-}
 
 // Decodes the bytes of entry `e` into a tensor of the entry's slice shape.
 // DataLoss (with `file`) when the bytes do not fit the entry.
@@ -46,6 +36,11 @@ absl::StatusOr<Tensor> DecodeTensor(const BundleEntry& e, absl::string_view byte
     return absl::DataLossError(
         absl::StrCat("corrupt checkpoint data file ", file, ": tensor '", e.name, "': ", why));
   };
+  if (e.dtype == DT_STRING && !e.legacy_strings) {
+    auto t = DecodeTfStrings(e, bytes);
+    if (!t.ok()) return corrupt(t.status().message());
+    return t;
+  }
   if (e.dtype == DT_STRING) {
     if (static_cast<uint64_t>(n) > bytes.size() / 8) return corrupt("too short");
     Tensor t(DT_STRING, shape);
@@ -98,6 +93,11 @@ void EncodeEntry(const BundleEntry& e, std::string* out) {
 }  // namespace
 
 std::string EncodeIndex(int num_shards, const std::vector<BundleEntry>& entries) {
+  return EncodeTfIndex(num_shards, entries);
+}
+
+// graphrun's first index format, kept so that tests can make such files.
+std::string EncodeLegacyIndex(int num_shards, const std::vector<BundleEntry>& entries) {
   std::string out(kIndexMagic, sizeof(kIndexMagic));
   PutU32(&out, kFormatVersion);
   PutU32(&out, static_cast<uint32_t>(num_shards));
@@ -232,10 +232,18 @@ absl::Status DecodeIndex(absl::string_view bytes, const std::string& file, int* 
   auto corrupt = [&](absl::string_view why) {
     return absl::DataLossError(absl::StrCat("corrupt checkpoint index ", file, ": ", why));
   };
-  if (bytes.size() < sizeof(kIndexMagic) + 4 + 4 + 8 + 4) return corrupt("too short");
-  if (std::memcmp(bytes.data(), kIndexMagic, sizeof(kIndexMagic)) != 0) {
-    return corrupt("not a graphrun checkpoint index (bad magic)");
+  const bool legacy = bytes.size() >= sizeof(kIndexMagic) &&
+                      std::memcmp(bytes.data(), kIndexMagic, sizeof(kIndexMagic)) == 0;
+  if (!legacy) {
+    if (!IsTfIndex(bytes)) return corrupt("not a checkpoint index (no table magic number)");
+    absl::Status s = DecodeTfIndex(bytes, num_shards, entries);
+    if (!s.ok()) return corrupt(s.message());
+    std::sort(entries->begin(), entries->end(), EntryLess);
+    s = CheckConsistent(*entries);
+    if (!s.ok()) return corrupt(s.message());
+    return absl::OkStatus();
   }
+  if (bytes.size() < sizeof(kIndexMagic) + 4 + 4 + 8 + 4) return corrupt("too short");
   uint32_t stored_crc;
   std::memcpy(&stored_crc, bytes.data() + bytes.size() - 4, 4);
   absl::string_view body = bytes.substr(0, bytes.size() - 4);
@@ -259,6 +267,7 @@ absl::Status DecodeIndex(absl::string_view bytes, const std::string& file, int* 
   for (uint64_t i = 0; i < count; ++i) {
     auto e = DecodeEntry(c, *num_shards);
     if (!e.ok()) return corrupt(e.status().message());
+    e->legacy_strings = true;
     entries->push_back(std::move(*e));
   }
   if (c.left() != 0) return corrupt("trailing bytes");

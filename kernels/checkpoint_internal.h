@@ -80,15 +80,19 @@ bool FileExists(const std::string& path);
 
 // True for the dtypes a checkpoint can hold: fixed-size types and strings.
 bool Storable(DataType dt);
-// A string tensor's bytes: one u64 length per element, then the bytes of
-// all elements.
+// A string tensor's bytes, as TensorFlow writes them: a varint64 length per
+// element, the masked CRC32C of those length bytes, then the bytes of all
+// elements.
 std::string EncodeStrings(const Tensor& t);
 // Decodes the bytes of entry `e` into a tensor of the entry's slice shape.
 // DataLoss (with `file`) when the bytes do not fit the entry.
 absl::StatusOr<Tensor> DecodeTensor(const BundleEntry& e, absl::string_view bytes,
                                     const std::string& file);
-// The index file's bytes (docs/checkpoint_format.md).
+// The index file's bytes: TensorFlow's table (EncodeTfIndex).
 std::string EncodeIndex(int num_shards, const std::vector<BundleEntry>& entries);
+// The index in graphrun's first format (magic "GRCKPTIX"), which readers
+// still accept; for tests.
+std::string EncodeLegacyIndex(int num_shards, const std::vector<BundleEntry>& entries);
 // Parses and verifies index bytes read from `file`; `entries` come out
 // sorted by EntryLess. DataLoss naming `file` when corrupt.
 absl::Status DecodeIndex(absl::string_view bytes, const std::string& file, int* num_shards,
@@ -98,6 +102,29 @@ bool EntryLess(const BundleEntry& a, const BundleEntry& b);
 // Checks that entries sorted by EntryLess agree on dtype and shape per name
 // and hold no overlapping slices. InvalidArgument naming the tensor.
 absl::Status CheckConsistent(const std::vector<BundleEntry>& entries);
+
+// --- TensorFlow's index (checkpoint_tf_index.cc) ---------------------------
+
+// LevelDB's CRC masking, used by TensorFlow's tables and bundle entries.
+uint32_t MaskCrc(uint32_t crc);
+uint32_t UnmaskCrc(uint32_t masked);
+// The key of a slice of tensor `name` (TensorFlow's EncodeTensorNameSlice:
+// OrderedCode of 0, name, rank, then start and length per dimension, with
+// 0 and -1 for a whole dimension).
+std::string EncodeTensorNameSlice(absl::string_view name, const TensorSlice& slice);
+// The .index table for `entries` (sorted by EntryLess), data blocks of
+// about `block_size` bytes, uncompressed.
+std::string EncodeTfIndex(int num_shards, const std::vector<BundleEntry>& entries,
+                          size_t block_size = 256 * 1024);
+// True when `bytes` end with the table magic number.
+bool IsTfIndex(absl::string_view bytes);
+// Parses a TensorFlow .index table (snappy-compressed blocks too) into
+// entries, unsorted; partitioned tensors come out as one entry per slice.
+// InvalidArgument saying what is wrong (the caller names the file).
+absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
+                           std::vector<BundleEntry>* entries);
+// Decodes a string tensor in TensorFlow's layout (EncodeStrings).
+absl::StatusOr<Tensor> DecodeTfStrings(const BundleEntry& e, absl::string_view bytes);
 
 // --- Slice geometry (checkpoint_util.cc) -----------------------------------
 

@@ -413,8 +413,20 @@ TEST(CheckpointTest, CorruptFilesAreDataLossNeverCrash) {
   ASSERT_OK(restore_all());
 }
 
-// An adversary who fixes up the checksum: random mutations of the index
-// body with a valid CRC must still never crash the reader.
+// Reads a varint64 at `*pos` of `s` (test-side decoding of the table).
+uint64_t Varint(const std::string& s, size_t* pos) {
+  uint64_t v = 0;
+  for (int shift = 0; *pos < s.size(); shift += 7) {
+    uint8_t b = static_cast<uint8_t>(s[(*pos)++]);
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) break;
+  }
+  return v;
+}
+
+// An adversary who fixes up the checksum: random mutations of the index's
+// first data block, with its block checksum recomputed, must still never
+// crash the reader.
 TEST(CheckpointTest, MutatedIndexWithValidChecksumNeverCrashes) {
   std::string dir = TempDir("fuzz");
   std::string prefix = dir + "/ckpt";
@@ -422,17 +434,32 @@ TEST(CheckpointTest, MutatedIndexWithValidChecksumNeverCrashes) {
                  {Grid(3, 3), Strings({"xy", "z"}), Grid(2, 3, 2)}));
   const std::string index_file = prefix + ".index";
   const std::string index = ReadAll(index_file);
+  // Footer: metaindex handle, index handle; the index block's first record
+  // (shared 0, key length, value length, key, handle) names data block 0.
+  size_t pos = index.size() - 48;
+  Varint(index, &pos);
+  Varint(index, &pos);
+  pos = Varint(index, &pos);
+  ASSERT_EQ(Varint(index, &pos), 0u);
+  const uint64_t key_len = Varint(index, &pos);
+  Varint(index, &pos);
+  pos += key_len;
+  ASSERT_EQ(Varint(index, &pos), 0u);
+  const uint64_t block_size = Varint(index, &pos);
+  ASSERT_GT(block_size, 8u);
+
   std::mt19937 rng(1234);
   int opened = 0;
   for (int iter = 0; iter < 3000; ++iter) {
-    std::string bad = index.substr(0, index.size() - 4);
+    std::string bad = index;
     int flips = 1 + static_cast<int>(rng() % 3);
     for (int f = 0; f < flips; ++f) {
-      size_t pos = 8 + rng() % (bad.size() - 8);
-      bad[pos] = static_cast<char>(rng() % 4 == 0 ? 0xff : rng());
+      size_t at = rng() % block_size;
+      bad[at] = static_cast<char>(rng() % 4 == 0 ? 0xff : rng());
     }
-    uint32_t crc = checkpoint::Crc32c(0, bad.data(), bad.size());
-    bad.append(reinterpret_cast<const char*>(&crc), 4);
+    uint32_t crc = checkpoint::Crc32c(0, bad.data(), block_size + 1);
+    uint32_t masked = ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+    bad.replace(block_size + 1, 4, reinterpret_cast<const char*>(&masked), 4);
     WriteAll(index_file, bad);
     auto reader = checkpoint::BundleReader::Open(prefix);
     if (!reader.ok()) {

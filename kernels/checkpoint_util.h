@@ -119,6 +119,9 @@ struct BundleEntry {
   uint64_t offset = 0;  // in the data file
   uint64_t size = 0;    // bytes
   uint32_t crc32c = 0;  // of those bytes
+  // Strings in graphrun's first format (u64 lengths, no checksum), read
+  // from an index in that format.
+  bool legacy_strings = false;
 };
 
 // Writes a one-shard checkpoint at a prefix: Add() streams each tensor to
