@@ -15,6 +15,7 @@
 #include "google/protobuf/text_format.h"
 #include "graph/proto/config.pb.h"
 #include "gtest/gtest.h"
+#include "kernels/checkpoint_util.h"
 #include "tools/file_util.h"
 #include "tools/npy.h"
 #include "util/json.h"
@@ -435,6 +436,98 @@ TEST(GraphrunCliTest, Help) {
   EXPECT_THAT(run_help.out, StartsWith("usage: graphrun run GRAPH"));
   EXPECT_THAT(run_help.out, HasSubstr("--fetch NAME[:i]"));
   EXPECT_EQ(Graphrun({"help", "run"}).out, run_help.out);
+}
+
+// SavedModels (tools/testdata/saved_model): TF 1 (restored through the
+// Saver's restore op) and TF 2 (signatures calling the library, the traced
+// restore function), with their variables written here in TensorFlow's
+// checkpoint format.
+std::string MakeSavedModel(const std::string& name, const std::string& text_file,
+                           const std::string& variable) {
+  const std::string dir = TempPath(name);
+  std::filesystem::create_directories(dir + "/variables");
+  std::filesystem::copy_file(Runfile("tools/testdata/saved_model/" + text_file),
+                             dir + "/saved_model.pbtxt",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto w = checkpoint::BundleWriter::Create(dir + "/variables/variables");
+  EXPECT_TRUE(w.ok()) << w.status();
+  Tensor value(DT_FLOAT, TensorShape({2}));
+  value.flat<float>()[0] = 1.5f;
+  value.flat<float>()[1] = -2.0f;
+  EXPECT_TRUE((*w)->Add(variable, value).ok());
+  if (variable != "w") {
+    Tensor graph(DT_STRING, TensorShape({}));
+    graph.flat<std::string>()[0] = "a serialized TrackableObjectGraph";
+    EXPECT_TRUE((*w)->Add("_CHECKPOINTABLE_OBJECT_GRAPH", graph).ok());
+  }
+  EXPECT_TRUE((*w)->Finish().ok());
+  return dir;
+}
+
+TEST(GraphrunCliTest, SavedModelTf1BySignature) {
+  const std::string dir = MakeSavedModel("tf1_model", "tf1_saved_model.pbtxt", "w");
+  ExpectOutput({"run", dir, "--signature=serving_default", "--feed", "x=[[1,1],[2,3]]"},
+               "y = Tensor<float, [2,2]: 1.5 -2 3 -6>\n");
+  // By tensor name, without a signature; JSON keyed by the output key.
+  ExpectOutput({"run", dir, "--feed", "x=[[2,2]]", "--fetch", "y"},
+               "y:0 = Tensor<float, [1,2]: 3 -4>\n");
+  ExpectOutput({"run", dir, "--signature", "serving_default", "--feed", "x=[[1,0]]", "--fetch", "y",
+                "--format=json"},
+               "{\"fetches\": {\"y\": {\"dtype\": \"DT_FLOAT\", \"shape\": [1, 2], "
+               "\"values\": [1.5, -0]}}}\n");
+  ExpectError({"run", dir, "--signature=serving_default", "--feed", "z=[[1,1]]"}, 1,
+              "InvalidArgument: signature 'serving_default' has no input 'z'; its inputs: x\n");
+  ExpectError(
+      {"run", dir, "--signature=predict"}, 1,
+      "NotFound: SavedModel '" + dir + "' has no signature 'predict'; it has: serving_default\n");
+  ExpectError({"run", dir, "--signature=serving_default", "--tag_set=train"}, 1,
+              "NotFound: no MetaGraphDef with tags 'train'; the SavedModel has 'serve'\n");
+}
+
+TEST(GraphrunCliTest, SavedModelTf2CallsIntoTheLibrary) {
+  const std::string dir = MakeSavedModel("tf2_model", "tf2_saved_model.pbtxt",
+                                         "variables/0/.ATTRIBUTES/VARIABLE_VALUE");
+  ExpectOutput({"run", dir, "--signature=serving_default", "--feed", "x=[[1,1],[2,3]]"},
+               "output_0 = Tensor<float, [2,2]: 1.5 -2 3 -6>\n");
+}
+
+TEST(GraphrunCliTest, SavedModelMissingVariableIsAnError) {
+  const std::string dir = MakeSavedModel("tf2_wrong", "tf2_saved_model.pbtxt", "other");
+  Result r = Graphrun({"run", dir, "--signature=serving_default", "--feed", "x=[[1,1]]"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("NotFound: SavedModel '" + dir + "': restoring variables from '" +
+                                dir + "/variables/variables': "));
+  EXPECT_THAT(r.err, HasSubstr("variables/0/.ATTRIBUTES/VARIABLE_VALUE"));
+}
+
+TEST(GraphrunCliTest, ShowSavedModelLikeSavedModelCli) {
+  const std::string dir =
+      MakeSavedModel("tf2_show", "tf2_saved_model.pbtxt", "variables/0/.ATTRIBUTES/VARIABLE_VALUE");
+  ExpectOutput({"show", dir},
+               "\nMetaGraphDef with tag-set: 'serve' contains the following SignatureDefs:\n"
+               "\nsignature_def['__saved_model_init_op']:\n"
+               "  The given SavedModel SignatureDef contains the following input(s):\n"
+               "  The given SavedModel SignatureDef contains the following output(s):\n"
+               "    outputs['__saved_model_init_op'] tensor_info:\n"
+               "        dtype: DT_INVALID\n"
+               "        shape: unknown_rank\n"
+               "        name: NoOp\n"
+               "  Method name is: \n"
+               "\nsignature_def['serving_default']:\n"
+               "  The given SavedModel SignatureDef contains the following input(s):\n"
+               "    inputs['x'] tensor_info:\n"
+               "        dtype: DT_FLOAT\n"
+               "        shape: (-1, 2)\n"
+               "        name: serving_default_x:0\n"
+               "  The given SavedModel SignatureDef contains the following output(s):\n"
+               "    outputs['output_0'] tensor_info:\n"
+               "        dtype: DT_FLOAT\n"
+               "        shape: (-1, 2)\n"
+               "        name: StatefulPartitionedCall:0\n"
+               "  Method name is: tensorflow/serving/predict\n");
+  ExpectError({"show", TempPath("no_such_model")}, 1,
+              "NotFound: '" + TempPath("no_such_model") +
+                  "' is not a SavedModel: no saved_model.pb or saved_model.pbtxt\n");
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "tools/run_args.h"
 #include "tools/run_command.h"
 #include "tools/server_command.h"
+#include "tools/show_command.h"
 #include "tools/status_command.h"
 #include "tools/tls_command.h"
 #include "tools/train_command.h"
@@ -41,6 +42,8 @@ const Subcommand kSubcommands[] = {
      ClusterUsage},
     {"train", "train a model of the zoo (mlp, cnn) locally or on a local PS cluster", TrainCommand,
      TrainUsage},
+    {"show", "a SavedModel's tag sets and signatures (inputs, outputs, dtypes, shapes)",
+     ShowCommand, ShowUsage},
     {"status", "a running cluster's tasks, sessions, steps/s and bytes per peer", StatusCommand,
      StatusUsage},
     {"tls", "make a cluster CA and host certificates (tls init DIR --hosts=...)", TlsCommand,

@@ -34,6 +34,10 @@ const FlagSet& RunFlagSet() {
         .String("target", "TARGET", "session target: '' (local) or grpc://host:port")
         .Repeated("device_filters", "/job:J[/task:T]",
                   "grpc:// targets: the session uses (and needs) only these tasks' devices")
+        .String("signature", "KEY",
+                "GRAPH is a SavedModel directory: feed and fetch this signature's input and "
+                "output keys (no --fetch: every output)")
+        .String("tag_set", "TAG[,TAG]", "the SavedModel's MetaGraphDef to load (default serve)")
         .String("placement_report", "FILE",
                 "with --ps_tasks/--cluster: write the placement report (JSON)");
     AddPlacementFlags(*f);
@@ -45,8 +49,10 @@ const FlagSet& RunFlagSet() {
 
 std::string RunUsage() {
   return absl::StrCat(
-      "usage: graphrun run GRAPH(.pb|.pbtxt) --fetch NAME[:i]... [flags]\n\n"
-      "Runs one step of a TensorFlow GraphDef and prints the fetched tensors.\n\n"
+      "usage: graphrun run GRAPH(.pb|.pbtxt) --fetch NAME[:i]... [flags]\n"
+      "       graphrun run SAVED_MODEL_DIR --signature=KEY [--feed KEY=...] [--fetch KEY]...\n\n"
+      "Runs one step of a TensorFlow GraphDef (or of a SavedModel's signature) and\n"
+      "prints the fetched tensors.\n\n"
       "flags:\n",
       RunFlagSet().Usage());
 }
@@ -96,8 +102,24 @@ absl::StatusOr<RunRequest> ParseRunArgs(absl::Span<const std::string> args) {
   }
   req.graph_path = pos[0];
 
+  req.signature = flags.GetString("signature", "");
+  if (flags.Has("signature") && req.signature.empty()) {
+    return absl::InvalidArgumentError("--signature: empty signature key");
+  }
+  for (absl::string_view t :
+       absl::StrSplit(flags.GetString("tag_set", "serve"), ',', absl::SkipEmpty())) {
+    req.tags.emplace_back(t);
+  }
+  // With --signature, feeds and fetches are the signature's keys, as given.
+  auto canonical = [&](absl::string_view n) -> absl::StatusOr<std::string> {
+    if (!req.signature.empty()) {
+      if (n.empty()) return absl::InvalidArgumentError("empty signature key");
+      return std::string(n);
+    }
+    return CanonicalTensorName(n);
+  };
   for (const std::string& f : flags.GetAll("fetch")) {
-    auto name = CanonicalTensorName(f);
+    auto name = canonical(f);
     if (!name.ok()) return AnnotateStatus(name.status(), "--fetch: ");
     if (std::find(req.fetches.begin(), req.fetches.end(), *name) == req.fetches.end()) {
       req.fetches.push_back(*name);
@@ -110,7 +132,7 @@ absl::StatusOr<RunRequest> ParseRunArgs(absl::Span<const std::string> args) {
     }
     req.targets.push_back(t);
   }
-  if (req.fetches.empty() && req.targets.empty()) {
+  if (req.fetches.empty() && req.targets.empty() && req.signature.empty()) {
     return absl::InvalidArgumentError("run: nothing to do: give --fetch or --target_node");
   }
   for (const std::string& f : flags.GetAll("feed")) {
@@ -119,7 +141,7 @@ absl::StatusOr<RunRequest> ParseRunArgs(absl::Span<const std::string> args) {
       return absl::InvalidArgumentError(
           absl::StrCat("--feed: expected NAME=JSON or NAME=@FILE.npy, got '", f, "'"));
     }
-    auto name = CanonicalTensorName(f.substr(0, eq));
+    auto name = canonical(f.substr(0, eq));
     if (!name.ok()) return AnnotateStatus(name.status(), "--feed: ");
     for (const auto& prev : req.feeds) {
       if (prev.first == *name) {

@@ -47,6 +47,11 @@ struct RunRequest {
   // worker tasks, each mapped onto one local CPU device (docs/cli.md).
   PlacementFlags placement;
   std::string placement_report_path;  // "" = off; JSON report
+  // GRAPH is a SavedModel directory: the signature whose input and output
+  // keys --feed and --fetch name ("" = feed and fetch tensor names), and
+  // the MetaGraphDef's tags.
+  std::string signature;
+  std::vector<std::string> tags;
 };
 
 // The flags `graphrun run` accepts (for parsing and for usage text).

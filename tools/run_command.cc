@@ -9,8 +9,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/saved_model.h"
 #include "google/protobuf/text_format.h"
+#include "graph/function_lowering.h"
 #include "graph/graph.h"
+#include "graph/ops/all_ops.h"
 #include "graph/status.h"
 #include "placement/device_spec.h"
 #include "runtime/session.h"
@@ -60,20 +64,107 @@ absl::Status WriteRunMetadata(const std::string& path, const tensorflow::RunMeta
   return WriteStringToFile(path, bytes);
 }
 
-std::string FormatOutput(const RunRequest& req, const std::vector<Tensor>& values) {
+// The fetched values, labelled by `labels` (tensor names, or a
+// signature's output keys).
+std::string FormatOutput(const RunRequest& req, const std::vector<std::string>& labels,
+                         const std::vector<Tensor>& values) {
   std::string out;
   if (req.format == OutputFormat::kJson) {
     out = "{\"fetches\": {";
     for (size_t i = 0; i < values.size(); ++i) {
       if (i) out += ", ";
-      absl::StrAppend(&out, JsonQuote(req.fetches[i]), ": ", TensorToJson(values[i]));
+      absl::StrAppend(&out, JsonQuote(labels[i]), ": ", TensorToJson(values[i]));
     }
     return out + "}}\n";
   }
   for (size_t i = 0; i < values.size(); ++i) {
-    absl::StrAppend(&out, req.fetches[i], " = ", values[i].DebugString(kTextMaxEntries), "\n");
+    absl::StrAppend(&out, labels[i], " = ", values[i].DebugString(kTextMaxEntries), "\n");
   }
   return out;
+}
+
+absl::Status SaveNpys(const RunRequest& req, const std::vector<std::string>& labels,
+                      const std::vector<Tensor>& values) {
+  if (req.save_npy_dir.empty()) return absl::OkStatus();
+  GR_RETURN_IF_ERROR(CreateDirIfMissing(req.save_npy_dir));
+  for (size_t i = 0; i < values.size(); ++i) {
+    GR_RETURN_IF_ERROR(
+        WriteNpyFile(absl::StrCat(req.save_npy_dir, "/", NpyFileName(labels[i])), values[i]));
+  }
+  return absl::OkStatus();
+}
+
+// The tensor name a signature gives `key`; InvalidArgument listing the
+// signature's keys when it has no such key.
+absl::StatusOr<std::string> SignatureTensor(
+    const google::protobuf::Map<std::string, tensorflow::TensorInfo>& infos,
+    const std::string& signature, const char* what, const std::string& key) {
+  auto it = infos.find(key);
+  if (it == infos.end()) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : infos) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    return absl::InvalidArgumentError(absl::StrCat("signature '", signature, "' has no ", what,
+                                                   " '", key, "'; its ", what,
+                                                   "s: ", absl::StrJoin(keys, ", ")));
+  }
+  return CanonicalTensorName(it->second.name());
+}
+
+// `graphrun run DIR`: loads the SavedModel (variables restored, init op
+// run) and runs one step, by signature keys or by tensor names.
+absl::Status ExecuteSavedModelRun(const RunRequest& req, std::ostream& out) {
+  if (req.placement.enabled() || !req.target.empty()) {
+    return absl::InvalidArgumentError(
+        "a SavedModel runs in a local session: --ps_tasks, --cluster and --target do not apply");
+  }
+  GR_ASSIGN_OR_RETURN(SessionOptions options, MakeSessionOptions(req));
+  GR_ASSIGN_OR_RETURN(LoadedSavedModel model, LoadSavedModel(req.graph_path, req.tags, options));
+  std::vector<std::pair<std::string, std::string>> feeds = req.feeds;
+  std::vector<std::string> fetches = req.fetches, labels = req.fetches;
+  if (!req.signature.empty()) {
+    const auto& sigs = model.meta_graph.signature_def();
+    auto sig = sigs.find(req.signature);
+    if (sig == sigs.end()) {
+      std::vector<std::string> keys;
+      for (const auto& [k, v] : sigs) keys.push_back(k);
+      std::sort(keys.begin(), keys.end());
+      return absl::NotFoundError(absl::StrCat("SavedModel '", req.graph_path,
+                                              "' has no signature '", req.signature,
+                                              "'; it has: ", absl::StrJoin(keys, ", ")));
+    }
+    for (auto& [key, value] : feeds) {
+      GR_ASSIGN_OR_RETURN(key, SignatureTensor(sig->second.inputs(), req.signature, "input", key));
+    }
+    if (labels.empty()) {
+      for (const auto& [k, v] : sig->second.outputs()) labels.push_back(k);
+      std::sort(labels.begin(), labels.end());
+    }
+    fetches.clear();
+    for (const std::string& key : labels) {
+      GR_ASSIGN_OR_RETURN(std::string name,
+                          SignatureTensor(sig->second.outputs(), req.signature, "output", key));
+      fetches.push_back(name);
+    }
+  }
+  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def, CanonicalizeGraphDef(model.meta_graph.graph_def(),
+                                                                     DefaultOpRegistry(), nullptr));
+  FeedResolver resolver(def);
+  NamedTensorList values_in;
+  for (const auto& [name, value] : feeds) {
+    GR_ASSIGN_OR_RETURN(Tensor t, resolver.MakeFeed(name, value));
+    values_in.emplace_back(name, std::move(t));
+  }
+  tensorflow::RunOptions run_options;
+  run_options.set_timeout_in_ms(req.timeout_ms);
+  auto values = model.session->Run(run_options, values_in, fetches, req.targets, nullptr);
+  absl::Status closed = model.session->Close();
+  if (!values.ok()) return values.status();
+  GR_RETURN_IF_ERROR(closed);
+  GR_RETURN_IF_ERROR(SaveNpys(req, labels, *values));
+  out << FormatOutput(req, labels, *values);
+  out.flush();
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -95,6 +186,11 @@ absl::StatusOr<placement::PlacementReport> PlaceOnLocalDevices(
 }
 
 absl::Status ExecuteRun(const RunRequest& req, std::ostream& out) {
+  if (IsSavedModelDir(req.graph_path)) return ExecuteSavedModelRun(req, out);
+  if (!req.signature.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--signature: '", req.graph_path, "' is not a SavedModel directory (no saved_model.pb)"));
+  }
   GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def, ReadModelGraph(req.graph_path, std::cerr));
 
   NamedTensorList feeds;
@@ -137,13 +233,7 @@ absl::Status ExecuteRun(const RunRequest& req, std::ostream& out) {
                                             req.fetches.size(), " fetches"));
   }
 
-  if (!req.save_npy_dir.empty()) {
-    GR_RETURN_IF_ERROR(CreateDirIfMissing(req.save_npy_dir));
-    for (size_t i = 0; i < values->size(); ++i) {
-      GR_RETURN_IF_ERROR(WriteNpyFile(
-          absl::StrCat(req.save_npy_dir, "/", NpyFileName(req.fetches[i])), (*values)[i]));
-    }
-  }
+  GR_RETURN_IF_ERROR(SaveNpys(req, req.fetches, *values));
   if (!req.trace_path.empty()) {
     GR_RETURN_IF_ERROR(
         WriteStringToFile(req.trace_path, StepStatsToChromeTrace(metadata.step_stats(), &def)));
@@ -151,7 +241,7 @@ absl::Status ExecuteRun(const RunRequest& req, std::ostream& out) {
   if (!req.run_metadata_path.empty()) {
     GR_RETURN_IF_ERROR(WriteRunMetadata(req.run_metadata_path, metadata));
   }
-  out << FormatOutput(req, *values);
+  out << FormatOutput(req, req.fetches, *values);
   out.flush();
   return absl::OkStatus();
 }
