@@ -99,6 +99,9 @@ const FlagSet& TrainFlagSet() {
         .String("export_graph", "FILE",
                 "after training, write the frozen inference graph for `graphrun run` "
                 "(feed images, fetch predictions/probabilities; .pbtxt: text)")
+        .String("export_saved_model", "DIR",
+                "after training, write a SavedModel (signature serving_default: images -> "
+                "probabilities, classes) for `graphrun run DIR --signature=serving_default`")
         .String("summary_dir", "DIR",
                 "TensorBoard event files: the chief's training scalars under DIR/train, an "
                 "evaluator's under DIR/eval")
@@ -321,6 +324,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
         "--export_graph: needs checkpoints (the exported weights are the last checkpoint's); "
         "give --checkpoint_dir");
   }
+  c.export_saved_model = f.GetString("export_saved_model", "");
   std::string format = f.GetString("format", "text");
   if (format != "text" && format != "json") {
     return absl::InvalidArgumentError("--format: expected text or json");
@@ -350,6 +354,8 @@ std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
       ", \"optimizer\": ", JsonQuote(c.optimizer), ", \"batch_size\": ", c.batch_size,
       ", \"checkpoint\": ", r.checkpoint.empty() ? "null" : JsonQuote(r.checkpoint),
       ", \"exported_graph\": ", r.exported_graph.empty() ? "null" : JsonQuote(r.exported_graph),
+      ", \"exported_saved_model\": ",
+      r.exported_saved_model.empty() ? "null" : JsonQuote(r.exported_saved_model),
       ", \"restarts\": ", r.restarts, ", \"distribution\": ", JsonQuote(c.distribution),
       ", \"replicas\": ", r.num_workers, ", \"allreduce\": ",
       r.allreduce.has_value() ? absl::StrCat("{\"algorithm\": ", JsonQuote(r.allreduce->algorithm),

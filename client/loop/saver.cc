@@ -220,5 +220,15 @@ int64_t Saver::StepOfPrefix(const std::string& prefix) {
   return step;
 }
 
+tensorflow::SaverDef Saver::ToSaverDef() const {
+  tensorflow::SaverDef d;
+  d.set_filename_tensor_name(filename_.name());
+  d.set_restore_op_name(restore_op_.name());
+  d.set_max_to_keep(options_.max_to_keep);
+  d.set_sharded(true);
+  d.set_version(tensorflow::SaverDef::V2);
+  return d;
+}
+
 }  // namespace client
 }  // namespace graphrun

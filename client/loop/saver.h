@@ -30,6 +30,7 @@
 #include "client/client_session.h"
 #include "client/scope.h"
 #include "client/variables.h"
+#include "graph/proto/meta_graph.pb.h"
 
 namespace graphrun {
 namespace client {
@@ -68,6 +69,10 @@ class Saver {
   static int64_t StepOfPrefix(const std::string& prefix);
 
   int num_shards() const { return num_shards_; }
+  // TensorFlow's SaverDef for these ops, for a SavedModel's MetaGraphDef:
+  // the filename tensor (fed a checkpoint prefix) and the restore op. No
+  // save tensor: graphrun's save op returns nothing.
+  tensorflow::SaverDef ToSaverDef() const;
 
  private:
   Saver() = default;

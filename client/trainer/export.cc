@@ -1,5 +1,7 @@
 // `graphrun train --export_graph=FILE`: the trained model as a frozen
-// inference graph for `graphrun run` (docs/training.md, "Exporting").
+// inference graph for `graphrun run`; `--export_saved_model=DIR`: as a
+// SavedModel (docs/training.md, "Exporting").
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -8,9 +10,11 @@
 #include "client/freeze_graph.h"
 #include "client/loop/saver.h"
 #include "client/ops.h"
+#include "client/saved_model.h"
 #include "client/trainer/trainer_internal.h"
 #include "google/protobuf/text_format.h"
 #include "graph/status.h"
+#include "kernels/checkpoint_util.h"
 
 namespace graphrun {
 namespace client {
@@ -18,10 +22,22 @@ namespace trainer {
 
 using internal::BuildModel;
 
-absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& checkpoint,
-                                  const std::string& path) {
-  namespace ops = client::ops;
+namespace {
+
+// The inference graph: "images" (uint8 [N, 28, 28]) through the input
+// pipeline's transforms and the model to "probabilities" and
+// "predictions"; the variables restored from `checkpoint` in a session,
+// with their values.
+struct InferenceGraph {
   client::Scope root = client::Scope::NewRootScope();
+  std::vector<client::Variable> variables;
+  std::vector<Tensor> values;
+};
+
+absl::Status BuildInference(const TrainConfig& c, const std::string& checkpoint, InferenceGraph* g,
+                            tensorflow::SaverDef* saver_def) {
+  namespace ops = client::ops;
+  client::Scope& root = g->root;
   // The input pipeline's transforms, as graph ops: cast, scale (the same
   // float multiply, so the same bits), reshape.
   auto images =
@@ -40,14 +56,26 @@ absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& check
   std::vector<client::Output> reads;
   for (const client::Variable& v : layers.variables()) reads.push_back(v.Read());
   GR_ASSIGN_OR_RETURN(client::Saver saver, client::Saver::Create(root, layers.variables()));
+  if (saver_def != nullptr) *saver_def = saver.ToSaverDef();
   GR_RETURN_IF_ERROR(root.status());
 
   client::ClientSession session(root);
   GR_RETURN_IF_ERROR(saver.Restore(session, checkpoint));
-  GR_ASSIGN_OR_RETURN(std::vector<Tensor> values, session.Run(reads));
+  GR_ASSIGN_OR_RETURN(g->values, session.Run(reads));
+  g->variables = layers.variables();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& checkpoint,
+                                  const std::string& path) {
+  InferenceGraph g;
+  GR_RETURN_IF_ERROR(BuildInference(c, checkpoint, &g, nullptr));
+  client::Scope& root = g.root;
   absl::flat_hash_map<std::string, Tensor> by_var;
-  for (size_t i = 0; i < reads.size(); ++i) {
-    by_var[layers.variables()[i].handle().node()->name()] = values[i];
+  for (size_t i = 0; i < g.variables.size(); ++i) {
+    by_var[g.variables[i].handle().node()->name()] = g.values[i];
   }
   GR_ASSIGN_OR_RETURN(tensorflow::GraphDef graph, root.ToGraphDef());
   GR_ASSIGN_OR_RETURN(tensorflow::GraphDef frozen,
@@ -72,6 +100,57 @@ absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& check
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::FailedPreconditionError(absl::StrCat("train: cannot write --export_graph=", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExportSavedModel(const TrainConfig& c, const std::string& checkpoint,
+                              const std::string& dir) {
+  InferenceGraph g;
+  tensorflow::MetaGraphDef mg;
+  GR_RETURN_IF_ERROR(BuildInference(c, checkpoint, &g, mg.mutable_saver_def()));
+  GR_ASSIGN_OR_RETURN(*mg.mutable_graph_def(), g.root.ToGraphDef());
+  mg.mutable_meta_info_def()->add_tags(kServeTag);
+  mg.mutable_meta_info_def()->set_meta_graph_version("graphrun");
+  tensorflow::SignatureDef& sig = (*mg.mutable_signature_def())[kDefaultServingSignature];
+  sig.set_method_name("tensorflow/serving/predict");
+  auto info = [](const std::string& name, DataType dtype, std::vector<int64_t> dims) {
+    tensorflow::TensorInfo t;
+    t.set_name(name);
+    t.set_dtype(static_cast<tensorflow::DataType>(dtype));
+    for (int64_t d : dims) t.mutable_tensor_shape()->add_dim()->set_size(d);
+    return t;
+  };
+  (*sig.mutable_inputs())["images"] = info("images:0", DT_UINT8, {-1, 28, 28});
+  (*sig.mutable_outputs())["probabilities"] = info("probabilities:0", DT_FLOAT, {-1, 10});
+  (*sig.mutable_outputs())["classes"] = info("predictions:0", DT_INT64, {-1});
+
+  // Written beside DIR and renamed into place: a reader never sees half a
+  // model. An earlier SavedModel at DIR is replaced; anything else there
+  // is an error.
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !IsSavedModelDir(dir)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "train: --export_saved_model=", dir, " exists and is not a SavedModel; not replacing it"));
+  }
+  const std::string tmp = dir + ".tmp";
+  std::filesystem::remove_all(tmp, ec);
+  std::filesystem::create_directories(tmp + "/variables", ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("train: cannot write --export_saved_model=", dir, ": ", ec.message()));
+  }
+  GR_ASSIGN_OR_RETURN(auto writer, checkpoint::BundleWriter::Create(tmp + "/variables/variables"));
+  for (size_t i = 0; i < g.variables.size(); ++i) {
+    GR_RETURN_IF_ERROR(writer->Add(g.variables[i].handle().node()->name(), g.values[i]));
+  }
+  GR_RETURN_IF_ERROR(writer->Finish());
+  GR_RETURN_IF_ERROR(WriteSavedModel(tmp, mg));
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::rename(tmp, dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("train: cannot write --export_saved_model=", dir, ": ", ec.message()));
   }
   return absl::OkStatus();
 }

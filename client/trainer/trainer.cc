@@ -1,5 +1,6 @@
 #include "client/trainer/trainer.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -31,15 +32,27 @@ absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream*
 
 namespace {
 
-// --export_graph, on the chief (the task that saved the last checkpoint).
+// --export_graph and --export_saved_model, on the chief (the task that
+// saved the last checkpoint).
 absl::StatusOr<TrainResult> Export(const TrainConfig& c, absl::StatusOr<TrainResult> r,
                                    std::ostream* log) {
-  if (!r.ok() || c.export_graph.empty() || r->checkpoint.empty()) return r;
-  GR_RETURN_IF_ERROR(ExportInferenceGraph(c, r->checkpoint, c.export_graph));
-  r->exported_graph = c.export_graph;
-  if (log != nullptr) {
-    *log << "exported the inference graph to " << c.export_graph
-         << " (feed images: uint8 [N, 28, 28]; fetch predictions, probabilities)\n";
+  if (!r.ok() || r->checkpoint.empty()) return r;
+  if (!c.export_graph.empty()) {
+    GR_RETURN_IF_ERROR(ExportInferenceGraph(c, r->checkpoint, c.export_graph));
+    r->exported_graph = c.export_graph;
+    if (log != nullptr) {
+      *log << "exported the inference graph to " << c.export_graph
+           << " (feed images: uint8 [N, 28, 28]; fetch predictions, probabilities)\n";
+    }
+  }
+  if (!c.export_saved_model.empty()) {
+    GR_RETURN_IF_ERROR(ExportSavedModel(c, r->checkpoint, c.export_saved_model));
+    r->exported_saved_model = c.export_saved_model;
+    if (log != nullptr) {
+      *log << "exported a SavedModel to " << c.export_saved_model
+           << " (signature serving_default: images uint8 [N, 28, 28] -> probabilities, "
+              "classes)\n";
+    }
   }
   return r;
 }
@@ -53,6 +66,21 @@ std::vector<std::string> TaskAllowedDirs(const TrainConfig& c) {
 }
 
 absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
+  if (!c.export_saved_model.empty() && c.checkpoint_dir.empty()) {
+    // A SavedModel's weights come from the last checkpoint: a run without
+    // checkpoints makes them in a private directory, removed afterwards.
+    std::string tmp = "/tmp/graphrun-export-XXXXXX";
+    if (mkdtemp(tmp.data()) == nullptr) {
+      return absl::InternalError("train: cannot make a temporary checkpoint directory");
+    }
+    TrainConfig with = c;
+    with.checkpoint_dir = tmp;
+    absl::StatusOr<TrainResult> r = Train(with, log);
+    std::error_code ec;
+    std::filesystem::remove_all(tmp, ec);
+    if (r.ok()) r->checkpoint.clear();
+    return r;
+  }
   if (!c.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(c.checkpoint_dir, ec);

@@ -80,6 +80,9 @@ struct TrainConfig {
   double save_checkpoint_secs = 0;
   std::string strategy = "balanced";
   std::string export_graph;  // "" : none (needs checkpoint_dir)
+  // "" : none. Without checkpoint_dir, the run checkpoints to a private
+  // temporary directory for the export (graphrun train does this).
+  std::string export_saved_model;
   // TensorBoard event files: the chief's under DIR/train, an evaluator's
   // under DIR/eval. "": none (an evaluator then writes under the
   // checkpoint directory).
@@ -137,8 +140,9 @@ struct TrainResult {
   std::optional<double> test_accuracy, test_loss;  // chief only
   std::optional<double> first_loss, last_loss;     // chief's batches
   std::string checkpoint;
-  std::string exported_graph;  // chief, with --export_graph
-  int restarts = 0;            // cluster restarts after a task died
+  std::string exported_graph;        // chief, with --export_graph
+  std::string exported_saved_model;  // chief, with --export_saved_model
+  int restarts = 0;                  // cluster restarts after a task died
   // All-reduce distributions: what one step's all-reduce does.
   std::optional<client::train::AllReducePlan> allreduce;
 };
@@ -177,6 +181,15 @@ absl::Status CheckTrainStrategy(const std::string& name);
 // "predictions" (int64 [N]) and "probabilities" (float [N, 10]).
 absl::Status ExportInferenceGraph(const TrainConfig& config, const std::string& checkpoint,
                                   const std::string& path);
+
+// Writes a SavedModel of config.model with the weights of `checkpoint` to
+// `dir` (replacing an earlier SavedModel there): tag "serve", signature
+// "serving_default" taking "images" (uint8 [N, 28, 28]) and returning
+// "probabilities" (float [N, 10]) and "classes" (int64 [N]); the variables
+// in dir/variables/variables (TensorFlow's checkpoint format), restored
+// through the MetaGraphDef's SaverDef.
+absl::Status ExportSavedModel(const TrainConfig& config, const std::string& checkpoint,
+                              const std::string& dir);
 
 }  // namespace trainer
 }  // namespace client

@@ -143,6 +143,7 @@ TEST(ExportTest, FrozenGraphClassifiesAsTheTrainedModel) {
   c.steps = 150;
   c.checkpoint_dir = dir + "/ckpt";
   c.export_graph = c.checkpoint_dir + "/mlp.pb";  // a directory the run makes
+  c.export_saved_model = dir + "/saved_model";
   auto r = Train(c, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->test_accuracy.has_value());
@@ -194,6 +195,23 @@ TEST(ExportTest, FrozenGraphClassifiesAsTheTrainedModel) {
     EXPECT_EQ(values->items()[i].number_text(), std::to_string(pred[i])) << i;
   }
 
+  // The SavedModel, through `graphrun run DIR --signature`: the same
+  // predictions, keyed by the signature's output key.
+  EXPECT_EQ(r->exported_saved_model, c.export_saved_model);
+  auto [sm_code, sm_text] =
+      Graphrun({"run", c.export_saved_model, "--signature=serving_default", "--feed",
+                "images=@" + dir + "/first100.npy", "--fetch", "classes", "--format=json"},
+               dir);
+  ASSERT_EQ(sm_code, 0) << sm_text;
+  auto sm_json = ParseJson(sm_text);
+  ASSERT_TRUE(sm_json.ok()) << sm_json.status() << "\n" << sm_text;
+  const JsonValue* classes = sm_json->Find("fetches")->Find("classes");
+  ASSERT_NE(classes, nullptr) << sm_text;
+  ASSERT_EQ(classes->Find("values")->items().size(), 100u);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(classes->Find("values")->items()[i].number_text(), std::to_string(pred[i])) << i;
+  }
+
   // Resumed at the same step: nothing to train, the same graph, as text.
   c.export_graph = dir + "/mlp.pbtxt";
   auto again = Train(c, nullptr);
@@ -202,6 +220,48 @@ TEST(ExportTest, FrozenGraphClassifiesAsTheTrainedModel) {
   tensorflow::GraphDef from_text;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(ReadFile(c.export_graph), &from_text));
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(graph, from_text));
+}
+
+// A run that writes no checkpoints still exports a SavedModel (its
+// weights go through a temporary checkpoint, removed afterwards), and the
+// model's probabilities sum to 1 for each image.
+TEST(ExportTest, SavedModelWithoutCheckpoints) {
+  if (!std::filesystem::exists(std::string(kData) + "/t10k-labels-idx1-ubyte.gz")) {
+    GTEST_SKIP() << "no " << kData;
+  }
+  const std::string dir = TempDir("export_nockpt");
+  TrainConfig c;
+  c.data_dir = kData;
+  c.local = true;
+  c.steps = 40;
+  c.checkpoint_dir = "";
+  c.export_saved_model = dir + "/model";
+  auto r = Train(c, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->checkpoint, "");
+  EXPECT_EQ(r->exported_saved_model, c.export_saved_model);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model/saved_model.pb"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model/variables/variables.index"));
+
+  auto [images, labels] = TestSet(kData, 3);
+  ASSERT_TRUE(WriteNpyFile(dir + "/three.npy", images).ok());
+  auto [code, text] = Graphrun({"run", c.export_saved_model, "--signature", "serving_default",
+                                "--feed", "images=@" + dir + "/three.npy", "--format=json"},
+                               dir);
+  ASSERT_EQ(code, 0) << text;
+  auto json = ParseJson(text);
+  ASSERT_TRUE(json.ok()) << json.status() << "\n" << text;
+  const JsonValue* probs = json->Find("fetches")->Find("probabilities");
+  ASSERT_NE(probs, nullptr) << text;
+  ASSERT_EQ(probs->Find("values")->items().size(), 30u);
+  for (int i = 0; i < 3; ++i) {
+    double sum = 0;
+    for (int k = 0; k < 10; ++k) {
+      sum += std::stod(probs->Find("values")->items()[i * 10 + k].number_text());
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5) << i;
+  }
+  ASSERT_NE(json->Find("fetches")->Find("classes"), nullptr) << text;
 }
 
 }  // namespace
