@@ -20,6 +20,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterQueueKernels(r);
   RegisterDynamicPartitionKernels(r);
   RegisterCollectiveKernels(r);
+  RegisterInferenceKernels(r);
 }
 
 const KernelRegistry& DefaultKernelRegistry() {

@@ -25,6 +25,7 @@ void RegisterQueueKernels(KernelRegistry& r);        // queue_kernels.cc
 // dynamic_partition_kernels.cc: DynamicPartition, DynamicStitch.
 void RegisterDynamicPartitionKernels(KernelRegistry& r);
 void RegisterCollectiveKernels(KernelRegistry& r);  // collective_kernels.cc
+void RegisterInferenceKernels(KernelRegistry& r);   // inference_kernels.cc: Pad, BatchMatMul, ...
 
 void RegisterAllKernels(KernelRegistry& r);
 

@@ -68,6 +68,37 @@ absl::Status PlaceholderWithDefaultShape(ShapeContext& c) {
   return absl::OkStatus();
 }
 
+// Pad, PadV2, MirrorPad: paddings is [rank, 2]; a constant one gives the
+// output dims, otherwise only the rank is known.
+absl::Status PadShape(ShapeContext& c) {
+  const PartialShape& in = c.input(0);
+  const Tensor* p = c.input_tensor(1);
+  if (p == nullptr) {
+    c.set_output(0, in.known_rank() ? PartialShape::UnknownOfRank(in.rank()) : PartialShape());
+    return absl::OkStatus();
+  }
+  if (p->dims() != 2 || p->dim_size(1) != 2) {
+    return c.Error(
+        absl::StrCat("paddings must be a matrix with 2 columns, got ", p->shape().DebugString()));
+  }
+  const int rank = static_cast<int>(p->dim_size(0));
+  if (in.known_rank() && in.rank() != rank) {
+    return c.Error(absl::StrCat("paddings has ", rank, " rows for an input of rank ", in.rank()));
+  }
+  DimVector out(rank);
+  for (int d = 0; d < rank; ++d) {
+    const int64_t before =
+        p->dtype() == DT_INT32 ? p->flat<int32_t>()[2 * d] : p->flat<int64_t>()[2 * d];
+    const int64_t after =
+        p->dtype() == DT_INT32 ? p->flat<int32_t>()[2 * d + 1] : p->flat<int64_t>()[2 * d + 1];
+    if (before < 0 || after < 0) return c.Error("paddings must be non-negative");
+    const int64_t dim = in.known_rank() ? in.dim(d) : -1;
+    out[d] = dim < 0 ? -1 : dim + before + after;
+  }
+  c.set_output(0, PartialShape(absl::MakeConstSpan(out)));
+  return absl::OkStatus();
+}
+
 absl::Status IdentityNShape(ShapeContext& c) {
   for (int i = 0; i < c.num_outputs() && i < c.num_inputs(); ++i) {
     c.set_output(i, c.input(i));
@@ -498,6 +529,32 @@ void RegisterArrayOps(OpRegistry& r) {
               .SetShapeFn(shape_fns::Unchanged)
               .Doc("Returns the input."));
   }
+  r.Add(OpDefBuilder("Pad")
+            .Input("input: T")
+            .Input("paddings: Tpaddings")
+            .Output("output: T")
+            .Attr("T: type")
+            .Attr("Tpaddings: {int32, int64} = DT_INT32")
+            .SetShapeFn(PadShape)
+            .Doc("Pads each dimension with zeros: paddings[d] = [before, after]."));
+  r.Add(OpDefBuilder("PadV2")
+            .Input("input: T")
+            .Input("paddings: Tpaddings")
+            .Input("constant_values: T")
+            .Output("output: T")
+            .Attr("T: type")
+            .Attr("Tpaddings: {int32, int64} = DT_INT32")
+            .SetShapeFn(PadShape)
+            .Doc("Pads each dimension with constant_values."));
+  r.Add(OpDefBuilder("MirrorPad")
+            .Input("input: T")
+            .Input("paddings: Tpaddings")
+            .Output("output: T")
+            .Attr("T: type")
+            .Attr("Tpaddings: {int32, int64} = DT_INT32")
+            .Attr("mode: {'REFLECT', 'SYMMETRIC'}")
+            .SetShapeFn(PadShape)
+            .Doc("Pads each dimension with a mirror of the input."));
   r.Add(OpDefBuilder("IdentityN")
             .Input("input: T")
             .Output("output: T")

@@ -109,6 +109,30 @@ absl::Status Conv2DShape(ShapeContext& c) {
   return absl::OkStatus();
 }
 
+// DepthwiseConv2dNative: filter [kh, kw, in_c, multiplier], output
+// channels in_c * multiplier.
+absl::Status DepthwiseConvShape(ShapeContext& c) {
+  GR_ASSIGN_OR_RETURN(PartialShape in, c.WithRank(0, 4));
+  GR_ASSIGN_OR_RETURN(PartialShape filter, c.WithRank(1, 4));
+  GR_ASSIGN_OR_RETURN(Layout l, GetLayout(c));
+  GR_ASSIGN_OR_RETURN(WindowAttrs a, GetWindowAttrs(c));
+  if (!in.known_rank()) in = PartialShape::UnknownOfRank(4);
+  if (!filter.known_rank()) filter = PartialShape::UnknownOfRank(4);
+  if (in.dim(l.c) >= 0 && filter.dim(2) >= 0 && in.dim(l.c) != filter.dim(2)) {
+    return c.Error(absl::StrCat("input depth ", in.dim(l.c), " must equal the filter's in-depth ",
+                                filter.dim(2)));
+  }
+  GR_ASSIGN_OR_RETURN(int64_t oh, SpatialOut(c, a, l.h, in.dim(l.h), filter.dim(0)));
+  GR_ASSIGN_OR_RETURN(int64_t ow, SpatialOut(c, a, l.w, in.dim(l.w), filter.dim(1)));
+  DimVector out(4);
+  out[0] = in.dim(0);
+  out[l.h] = oh;
+  out[l.w] = ow;
+  out[l.c] = filter.dim(2) >= 0 && filter.dim(3) >= 0 ? filter.dim(2) * filter.dim(3) : -1;
+  c.set_output(0, PartialShape(absl::MakeConstSpan(out)));
+  return absl::OkStatus();
+}
+
 absl::Status PoolShape(ShapeContext& c) {
   GR_ASSIGN_OR_RETURN(PartialShape in, c.WithRank(0, 4));
   GR_ASSIGN_OR_RETURN(Layout l, GetLayout(c));
@@ -249,6 +273,17 @@ void RegisterConvOps(OpRegistry& r) {
     b.Input("input: T").Input("filter: T").Output("output: T");
     AddConvAttrs(b, "T: {half, bfloat16, float, double, int32}");
     r.Add(b.SetShapeFn(Conv2DShape));
+  }
+  {
+    OpDefBuilder b("DepthwiseConv2dNative");
+    b.Input("input: T").Input("filter: T").Output("output: T");
+    b.Attr("T: {half, bfloat16, float, double}")
+        .Attr("strides: list(int)")
+        .Attr(kConvPadding)
+        .Attr(kExplicitPaddings)
+        .Attr(kDataFormat)
+        .Attr("dilations: list(int) = [1, 1, 1, 1]");
+    r.Add(b.SetShapeFn(DepthwiseConvShape));
   }
   {
     OpDefBuilder b("Conv2DBackpropInput");

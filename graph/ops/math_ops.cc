@@ -189,6 +189,42 @@ absl::Status ArgMinMaxShape(ShapeContext& c) {
   return absl::OkStatus();
 }
 
+// x [..., M, K] times y [..., K, N] (adjoints swap the last two): the
+// batch dimensions broadcast (BatchMatMulV2) or must be equal (BatchMatMul).
+absl::Status BatchMatMulShape(ShapeContext& c, const char* op) {
+  const PartialShape &x = c.input(0), &y = c.input(1);
+  if (!x.known_rank() || !y.known_rank()) {
+    c.set_output(0, PartialShape());
+    return absl::OkStatus();
+  }
+  if (x.rank() < 2 || y.rank() < 2) return c.Error("inputs must have rank >= 2");
+  bool adj_x = false, adj_y = false;
+  GR_RETURN_IF_ERROR(c.GetAttr("adj_x", &adj_x));
+  GR_RETURN_IF_ERROR(c.GetAttr("adj_y", &adj_y));
+  const int64_t m = x.dim(x.rank() - (adj_x ? 1 : 2)), kx = x.dim(x.rank() - (adj_x ? 2 : 1));
+  const int64_t ky = y.dim(y.rank() - (adj_y ? 1 : 2)), n = y.dim(y.rank() - (adj_y ? 2 : 1));
+  if (kx >= 0 && ky >= 0 && kx != ky) {
+    return c.Error(absl::StrCat("contracting dimensions differ: ", kx, " and ", ky, " (x ",
+                                x.DebugString(), ", y ", y.DebugString(), ")"));
+  }
+  PartialShape bx(x.dims().subspan(0, x.rank() - 2)), by(y.dims().subspan(0, y.rank() - 2));
+  PartialShape batch;
+  if (std::string(op) == "BatchMatMul") {
+    auto merged = bx.Merge(by);
+    if (!merged.ok()) return c.Error("batch dimensions differ");
+    batch = *merged;
+  } else {
+    auto b = shape_fns::BroadcastShapes(bx, by);
+    if (!b.ok()) return c.Error(b.status().message());
+    batch = *b;
+  }
+  DimVector out(batch.dims().begin(), batch.dims().end());
+  out.push_back(m);
+  out.push_back(n);
+  c.set_output(0, PartialShape(absl::MakeConstSpan(out)));
+  return absl::OkStatus();
+}
+
 void AddBinary(OpRegistry& r, const char* name, const char* types, bool commutative) {
   OpDefBuilder b(name);
   b.Input("x: T").Input("y: T").Output("z: T").Attr(types).SetShapeFn(shape_fns::Broadcast);
@@ -346,6 +382,19 @@ void RegisterMathOps(OpRegistry& r) {
             .Attr("grad_a: bool = false")
             .Attr("grad_b: bool = false")
             .SetShapeFn(MatMulShape));
+
+  for (const char* op : {"BatchMatMul", "BatchMatMulV2"}) {
+    r.Add(OpDefBuilder(op)
+              .Input("x: T")
+              .Input("y: T")
+              .Output("output: T")
+              .Attr("T: {bfloat16, half, float, double, int32, int64}")
+              .Attr("adj_x: bool = false")
+              .Attr("adj_y: bool = false")
+              .Attr("grad_x: bool = false")
+              .Attr("grad_y: bool = false")
+              .SetShapeFn([op](ShapeContext& c) { return BatchMatMulShape(c, op); }));
+  }
 
   AddReduction(r, "Sum", kRealNumberTypes);
   AddReduction(r, "Mean", kRealNumberTypes);

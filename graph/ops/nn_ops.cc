@@ -110,7 +110,44 @@ absl::Status SameShapeBinary(ShapeContext& c) {
 
 }  // namespace
 
+namespace {
+
+// images [batch, height, width, channels], size = [new_height, new_width].
+absl::Status ResizeShape(ShapeContext& c) {
+  GR_ASSIGN_OR_RETURN(PartialShape in, c.WithRank(0, 4));
+  if (!in.known_rank()) in = PartialShape::UnknownOfRank(4);
+  int64_t h = -1, w = -1;
+  if (const Tensor* size = c.input_tensor(1)) {
+    if (size->dtype() != DT_INT32 || size->NumElements() != 2) {
+      return c.Error("size must be an int32 vector of 2 elements");
+    }
+    h = size->flat<int32_t>()[0];
+    w = size->flat<int32_t>()[1];
+    if (h <= 0 || w <= 0) return c.Error("size must be positive");
+  }
+  c.set_output(0, PartialShape({in.dim(0), h, w, in.dim(3)}));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 void RegisterNnOps(OpRegistry& r) {
+  r.Add(OpDefBuilder("ResizeBilinear")
+            .Input("images: T")
+            .Input("size: int32")
+            .Output("resized_images: float")
+            .Attr("T: {int8, uint8, int16, uint16, int32, int64, bfloat16, half, float, double}")
+            .Attr("align_corners: bool = false")
+            .Attr("half_pixel_centers: bool = false")
+            .SetShapeFn(ResizeShape));
+  r.Add(OpDefBuilder("ResizeNearestNeighbor")
+            .Input("images: T")
+            .Input("size: int32")
+            .Output("resized_images: T")
+            .Attr("T: {int8, uint8, int16, uint16, int32, int64, half, float, double, bfloat16}")
+            .Attr("align_corners: bool = false")
+            .Attr("half_pixel_centers: bool = false")
+            .SetShapeFn(ResizeShape));
   for (const char* name : {"Relu", "Relu6"}) {
     r.Add(OpDefBuilder(name)
               .Input("features: T")
