@@ -21,6 +21,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterDynamicPartitionKernels(r);
   RegisterCollectiveKernels(r);
   RegisterInferenceKernels(r);
+  RegisterParsingKernels(r);
 }
 
 const KernelRegistry& DefaultKernelRegistry() {

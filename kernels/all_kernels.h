@@ -26,6 +26,7 @@ void RegisterQueueKernels(KernelRegistry& r);        // queue_kernels.cc
 void RegisterDynamicPartitionKernels(KernelRegistry& r);
 void RegisterCollectiveKernels(KernelRegistry& r);  // collective_kernels.cc
 void RegisterInferenceKernels(KernelRegistry& r);   // inference_kernels.cc: Pad, BatchMatMul, ...
+void RegisterParsingKernels(KernelRegistry& r);     // parsing_kernels.cc: ParseExample(V2)
 
 void RegisterAllKernels(KernelRegistry& r);
 

@@ -18,6 +18,7 @@ void RegisterAllOps(OpRegistry& r) {
   RegisterQueueOps(r);
   RegisterDataFlowOps(r);
   RegisterCollectiveOps(r);
+  RegisterParsingOps(r);
 }
 
 const OpRegistry& DefaultOpRegistry() {

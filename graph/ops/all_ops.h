@@ -22,6 +22,7 @@ void RegisterGradOps(OpRegistry& r);        // grad_ops.cc: BroadcastGradientArg
 void RegisterQueueOps(OpRegistry& r);       // queue_ops.cc: queues, accumulators
 void RegisterDataFlowOps(OpRegistry& r);    // data_flow_ops.cc: DynamicPartition/Stitch
 void RegisterCollectiveOps(OpRegistry& r);  // collective_ops.cc: V2 all-reduce/gather/bcast
+void RegisterParsingOps(OpRegistry& r);     // parsing_ops.cc: ParseExample, ParseExampleV2
 
 void RegisterAllOps(OpRegistry& r);
 

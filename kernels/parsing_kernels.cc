@@ -1,0 +1,257 @@
+// ParseExample and ParseExampleV2 (graph/ops/parsing_ops.cc): serialized
+// tf.Example protos (graph/proto/example.proto) to dense and sparse
+// tensors, as TensorFlow's example parser does:
+// - dense key j: a [B] + dense_shapes[j] tensor; an example without the
+//   feature takes dense_defaults[j] (one value broadcast, or the whole
+//   shape), or is an error when the default is empty (required);
+// - sparse key i: indices [N, 2] (example, position), values [N], shape
+//   [B, longest list];
+// a scalar `serialized` (V2) drops the batch dimension. A feature of the
+// wrong type or count, an unparsable proto, and ragged keys are
+// InvalidArgument naming the example and the key.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "graph/proto/example.pb.h"
+#include "graph/status.h"
+#include "kernels/all_kernels.h"
+
+namespace graphrun {
+namespace {
+
+const char* TypeName(DataType t) {
+  return t == DT_FLOAT ? "float" : t == DT_INT64 ? "int64" : "string";
+}
+
+// The number of values of `f`, and its dtype (DT_INVALID when empty kind).
+std::pair<int64_t, DataType> Describe(const tensorflow::Feature& f) {
+  switch (f.kind_case()) {
+    case tensorflow::Feature::kFloatList:
+      return {f.float_list().value_size(), DT_FLOAT};
+    case tensorflow::Feature::kInt64List:
+      return {f.int64_list().value_size(), DT_INT64};
+    case tensorflow::Feature::kBytesList:
+      return {f.bytes_list().value_size(), DT_STRING};
+    default:
+      return {0, DT_INVALID};
+  }
+}
+
+// Copies the values of `f` (of dtype `t`) to elements [at, at + n) of `out`.
+void CopyValues(const tensorflow::Feature& f, DataType t, Tensor* out, int64_t at) {
+  switch (t) {
+    case DT_FLOAT:
+      for (int i = 0; i < f.float_list().value_size(); ++i) {
+        out->base<float>()[at + i] = f.float_list().value(i);
+      }
+      break;
+    case DT_INT64:
+      for (int i = 0; i < f.int64_list().value_size(); ++i) {
+        out->base<int64_t>()[at + i] = f.int64_list().value(i);
+      }
+      break;
+    default:
+      for (int i = 0; i < f.bytes_list().value_size(); ++i) {
+        out->base<std::string>()[at + i] = f.bytes_list().value(i);
+      }
+      break;
+  }
+}
+
+void CopyDefault(const Tensor& def, int64_t n, Tensor* out, int64_t at) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t src = def.NumElements() == 1 ? 0 : i;
+    switch (def.dtype()) {
+      case DT_FLOAT:
+        out->base<float>()[at + i] = def.base<float>()[src];
+        break;
+      case DT_INT64:
+        out->base<int64_t>()[at + i] = def.base<int64_t>()[src];
+        break;
+      default:
+        out->base<std::string>()[at + i] = def.base<std::string>()[src];
+        break;
+    }
+  }
+}
+
+class ParseExampleOp : public OpKernel {
+ public:
+  ParseExampleOp(OpKernelConstruction* c, bool v2) : OpKernel(c), v2_(v2) {
+    GR_CTX_CHECK_OK(c, c->GetAttr("sparse_types", &sparse_types_));
+    GR_CTX_CHECK_OK(c, c->GetAttr("Tdense", &dense_types_));
+    const tensorflow::AttrValue* shapes = nullptr;
+    GR_CTX_CHECK_OK(c, c->GetAttr("dense_shapes", &shapes));
+    for (const auto& p : shapes->list().shape())
+      dense_shapes_.push_back(PartialShape::FromProto(p));
+    if (v2) {
+      GR_CTX_CHECK_OK(c, c->GetAttr("ragged_value_types", &ragged_types_));
+    }
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const size_t ns = sparse_types_.size(), nd = dense_types_.size();
+    if (dense_shapes_.size() != nd) return Error("dense_shapes and Tdense differ in length");
+    if (!ragged_types_.empty()) return Error("ragged features are not supported");
+    // Inputs: serialized, names, then keys (V1: one scalar per key; V2:
+    // one vector per kind), then the dense defaults.
+    const Tensor& serialized = ctx->input(0);
+    if (serialized.dtype() != DT_STRING || serialized.dims() > 1 ||
+        (!v2_ && serialized.dims() != 1)) {
+      return Error(absl::StrCat("serialized must be a vector of strings, got ",
+                                serialized.shape().DebugString()));
+    }
+    const bool scalar = serialized.dims() == 0;
+    const int64_t batch = scalar ? 1 : serialized.dim_size(0);
+    std::vector<std::string> sparse_keys, dense_keys;
+    int next = 2;
+    if (v2_) {
+      for (std::vector<std::string>* keys : {&sparse_keys, &dense_keys}) {
+        const Tensor& k = ctx->input(next++);
+        for (const std::string& s : k.flat<std::string>()) keys->push_back(s);
+      }
+      if (ctx->input(next++).NumElements() != 0) return Error("ragged features are not supported");
+    } else {
+      for (size_t i = 0; i < ns; ++i)
+        sparse_keys.push_back(ctx->input(next++).flat<std::string>()[0]);
+      for (size_t j = 0; j < nd; ++j)
+        dense_keys.push_back(ctx->input(next++).flat<std::string>()[0]);
+    }
+    if (sparse_keys.size() != ns || dense_keys.size() != nd) {
+      return Error(absl::StrCat("got ", sparse_keys.size(), " sparse and ", dense_keys.size(),
+                                " dense keys for ", ns, " sparse and ", nd, " dense types"));
+    }
+    std::vector<const Tensor*> defaults(nd);
+    for (size_t j = 0; j < nd; ++j) defaults[j] = &ctx->input(next++);
+
+    std::vector<tensorflow::Example> examples(batch);
+    for (int64_t b = 0; b < batch; ++b) {
+      const std::string& bytes = serialized.flat<std::string>()[b];
+      if (!examples[b].ParseFromString(bytes)) {
+        return Error(absl::StrCat("example ", b, ": could not parse a tf.Example"));
+      }
+    }
+    auto find = [&](int64_t b, const std::string& key) -> const tensorflow::Feature* {
+      const auto& m = examples[b].features().feature();
+      auto it = m.find(key);
+      return it == m.end() ? nullptr : &it->second;
+    };
+    auto wrong = [&](int64_t b, const std::string& key, absl::string_view why) {
+      return Error(absl::StrCat("example ", b, ", key '", key, "': ", why));
+    };
+
+    // Sparse features.
+    std::vector<Tensor> indices(ns), values(ns), shapes(ns);
+    for (size_t i = 0; i < ns; ++i) {
+      int64_t total = 0, longest = 0;
+      for (int64_t b = 0; b < batch; ++b) {
+        const tensorflow::Feature* f = find(b, sparse_keys[i]);
+        if (f == nullptr) continue;
+        auto [n, t] = Describe(*f);
+        if (n > 0 && t != sparse_types_[i]) {
+          return wrong(b, sparse_keys[i],
+                       absl::StrCat("data type ", TypeName(t), " but expected ",
+                                    TypeName(sparse_types_[i])));
+        }
+        total += n;
+        longest = std::max(longest, n);
+      }
+      const int64_t rank = scalar ? 1 : 2;
+      indices[i] = Tensor(DT_INT64, TensorShape({total, rank}));
+      values[i] = Tensor(sparse_types_[i], TensorShape({total}));
+      shapes[i] = scalar ? Tensor::FromVector<int64_t>({longest})
+                         : Tensor::FromVector<int64_t>({batch, longest});
+      int64_t at = 0;
+      for (int64_t b = 0; b < batch; ++b) {
+        const tensorflow::Feature* f = find(b, sparse_keys[i]);
+        if (f == nullptr) continue;
+        const int64_t n = Describe(*f).first;
+        if (n == 0) continue;
+        CopyValues(*f, sparse_types_[i], &values[i], at);
+        for (int64_t k = 0; k < n; ++k) {
+          int64_t* row = indices[i].base<int64_t>() + (at + k) * rank;
+          if (!scalar) *row++ = b;
+          *row = k;
+        }
+        at += n;
+      }
+    }
+
+    // Dense features.
+    std::vector<Tensor> dense(nd);
+    for (size_t j = 0; j < nd; ++j) {
+      if (!dense_shapes_[j].fully_defined()) {
+        return Error(absl::StrCat("dense key '", dense_keys[j], "': shape ",
+                                  dense_shapes_[j].DebugString(),
+                                  " is not fully defined (variable-length dense features are "
+                                  "not supported)"));
+      }
+      const TensorShape row = dense_shapes_[j].ToTensorShape();
+      const int64_t per = row.num_elements();
+      const Tensor& def = *defaults[j];
+      if (def.dtype() != dense_types_[j]) {
+        return Error(absl::StrCat("dense key '", dense_keys[j], "': default of type ",
+                                  DataTypeString(def.dtype()), " for ", TypeName(dense_types_[j])));
+      }
+      if (def.NumElements() != 0 && def.NumElements() != 1 && def.NumElements() != per) {
+        return Error(absl::StrCat("dense key '", dense_keys[j], "': default has ",
+                                  def.NumElements(), " values for shape ", row.DebugString()));
+      }
+      TensorShape shape = row;
+      if (!scalar) shape.InsertDim(0, batch);
+      dense[j] = Tensor(dense_types_[j], shape);
+      for (int64_t b = 0; b < batch; ++b) {
+        const tensorflow::Feature* f = find(b, dense_keys[j]);
+        auto [n, t] = f == nullptr ? std::pair<int64_t, DataType>{0, DT_INVALID} : Describe(*f);
+        if (f == nullptr || (n == 0 && t == DT_INVALID)) {
+          if (def.NumElements() == 0) {
+            return wrong(
+                b, dense_keys[j],
+                absl::StrCat("required (data type ", TypeName(dense_types_[j]), ") but not found"));
+          }
+          CopyDefault(def, per, &dense[j], b * per);
+          continue;
+        }
+        if (t != dense_types_[j]) {
+          return wrong(
+              b, dense_keys[j],
+              absl::StrCat("data type ", TypeName(t), " but expected ", TypeName(dense_types_[j])));
+        }
+        if (n != per) {
+          return wrong(
+              b, dense_keys[j],
+              absl::StrCat(n, " values but the shape ", row.DebugString(), " needs ", per));
+        }
+        CopyValues(*f, t, &dense[j], b * per);
+      }
+    }
+
+    int out = 0;
+    for (auto& t : indices) ctx->set_output(out++, std::move(t));
+    for (auto& t : values) ctx->set_output(out++, std::move(t));
+    for (auto& t : shapes) ctx->set_output(out++, std::move(t));
+    for (auto& t : dense) ctx->set_output(out++, std::move(t));
+    return absl::OkStatus();
+  }
+
+ private:
+  bool v2_;
+  DataTypeVector sparse_types_, dense_types_, ragged_types_;
+  std::vector<PartialShape> dense_shapes_;
+};
+
+}  // namespace
+
+void RegisterParsingKernels(KernelRegistry& r) {
+  r.Add(KernelDef("ParseExample").Device(kDeviceCpu),
+        [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<ParseExampleOp>(c, false);
+        });
+  r.Add(KernelDef("ParseExampleV2").Device(kDeviceCpu),
+        [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<ParseExampleOp>(c, true);
+        });
+}
+
+}  // namespace graphrun
