@@ -272,6 +272,26 @@ T Id(T v) {
   return v;
 }
 
+// scomplex_val / dcomplex_val: (real, imaginary) pairs; fewer than `n`
+// values repeat the last, as the other *_val fields do.
+template <typename Field, typename C>
+absl::Status FillComplex(const Field& f, int64_t n, C* out, const char* name) {
+  if (f.size() % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TensorProto ", name, " has an odd number of values (", f.size(), ")"));
+  }
+  const int64_t k = f.size() / 2;
+  if (k > n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TensorProto ", name, " has ", k, " values for ", n, " elements"));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t j = k == 0 ? -1 : std::min(i, k - 1);
+    out[i] = j < 0 ? C() : C(f.Get(2 * j), f.Get(2 * j + 1));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
@@ -366,6 +386,14 @@ absl::StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
       GR_RETURN_IF_ERROR(FillFromField(
           proto.half_val(), n, t.base<uint16_t>(),
           [](int32_t v) { return static_cast<uint16_t>(v); }, "half_val"));
+      break;
+    case DT_COMPLEX64:
+      GR_RETURN_IF_ERROR(
+          FillComplex(proto.scomplex_val(), n, t.base<std::complex<float>>(), "scomplex_val"));
+      break;
+    case DT_COMPLEX128:
+      GR_RETURN_IF_ERROR(
+          FillComplex(proto.dcomplex_val(), n, t.base<std::complex<double>>(), "dcomplex_val"));
       break;
     default:
       return absl::InvalidArgumentError(
@@ -486,6 +514,14 @@ std::string Tensor::SummarizeValue(int64_t max_entries) const {
         break;
       case DT_BFLOAT16:
         absl::StrAppend(&out, BFloat16ToFloat(base<uint16_t>()[i]));
+        break;
+      case DT_COMPLEX64:
+        absl::StrAppend(&out, "(", base<std::complex<float>>()[i].real(), ",",
+                        base<std::complex<float>>()[i].imag(), ")");
+        break;
+      case DT_COMPLEX128:
+        absl::StrAppend(&out, "(", base<std::complex<double>>()[i].real(), ",",
+                        base<std::complex<double>>()[i].imag(), ")");
         break;
       case DT_STRING:
         absl::StrAppend(&out, "\"", base<std::string>()[i], "\"");

@@ -86,8 +86,24 @@ TEST(TensorTest, RejectsInconsistentProtos) {
   auto huge = Tensor::FromProto(
       P("dtype: DT_FLOAT tensor_shape { dim { size: 4611686018427387904 } dim { size: 4 } }"));
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
-  auto unknown = Tensor::FromProto(P("dtype: DT_COMPLEX64 tensor_shape {}"));
+  auto unknown = Tensor::FromProto(P("dtype: DT_QINT8 tensor_shape {}"));
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  // Complex values come in (real, imaginary) pairs.
+  auto odd = Tensor::FromProto(P("dtype: DT_COMPLEX64 tensor_shape {} scomplex_val: 1"));
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kInvalidArgument);
+  auto many =
+      Tensor::FromProto(P("dtype: DT_COMPLEX128 tensor_shape {} dcomplex_val: [1, 2, 3, 4]"));
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorTest, ComplexFromProtoSplatsTheLastValue) {
+  auto c = Tensor::FromProto(
+      P("dtype: DT_COMPLEX64 tensor_shape { dim { size: 3 } } scomplex_val: [1, 2, 3, 4]"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->SummarizeValue(10), "(1,2) (3,4) (3,4)");
+  auto z = Tensor::FromProto(P("dtype: DT_COMPLEX128 tensor_shape { dim { size: 2 } }"));
+  ASSERT_TRUE(z.ok()) << z.status();
+  EXPECT_EQ(z->SummarizeValue(10), "(0,0) (0,0)");
 }
 
 TEST(TensorTest, RoundTripsThroughBothEncodings) {

@@ -36,6 +36,10 @@ int DataTypeSize(DataType dt) {
       return 2;
     case DT_BFLOAT16:
       return 2;
+    case DT_COMPLEX64:
+      return 8;
+    case DT_COMPLEX128:
+      return 16;
     default:
       return 0;
   }

@@ -3,6 +3,7 @@
 #ifndef GRAPHRUN_GRAPH_TYPES_H_
 #define GRAPHRUN_GRAPH_TYPES_H_
 
+#include <complex>
 #include <cstdint>
 #include <string>
 
@@ -15,6 +16,8 @@ namespace graphrun {
 using DataType = ::tensorflow::DataType;
 using ::tensorflow::DT_BFLOAT16;
 using ::tensorflow::DT_BOOL;
+using ::tensorflow::DT_COMPLEX128;
+using ::tensorflow::DT_COMPLEX64;
 using ::tensorflow::DT_DOUBLE;
 using ::tensorflow::DT_FLOAT;
 using ::tensorflow::DT_HALF;
@@ -95,6 +98,8 @@ GR_TYPE_ENUM_(uint64_t, DT_UINT64);
 GR_TYPE_ENUM_(bool, DT_BOOL);
 GR_TYPE_ENUM_(std::string, DT_STRING);
 GR_TYPE_ENUM_(Half, DT_HALF);
+GR_TYPE_ENUM_(std::complex<float>, DT_COMPLEX64);
+GR_TYPE_ENUM_(std::complex<double>, DT_COMPLEX128);
 GR_TYPE_ENUM_(BFloat16, DT_BFLOAT16);
 GR_TYPE_ENUM_(ResourceHandle, DT_RESOURCE);
 GR_TYPE_ENUM_(Variant, DT_VARIANT);

@@ -2,6 +2,7 @@
 // element size, strings copied element-wise) so one kernel class serves
 // every type; only Range and OnesLike need per-type arithmetic.
 #include <algorithm>
+#include <complex>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ void FillWith(const Tensor& value, const Tensor& out) {
       break;
     case 8:
       fill(uint64_t{});
+      break;
+    case 16:
+      fill(std::complex<double>{});
       break;
     default:
       break;
@@ -731,6 +735,10 @@ class TransposeOp : public OpKernel {
         break;
       case 8:
         TransposeLoop(in->base<uint64_t>(), out->base<uint64_t>(), dims, strides);
+        break;
+      case 16:
+        TransposeLoop(in->base<std::complex<double>>(), out->base<std::complex<double>>(), dims,
+                      strides);
         break;
       default:
         return Error("unsupported element type");

@@ -19,8 +19,9 @@ namespace array_util {
 
 // Every type data-movement kernels accept (fixed-size and string).
 inline std::vector<DataType> AllTypes() {
-  return {DT_FLOAT,  DT_DOUBLE, DT_INT32,  DT_INT64, DT_UINT8, DT_INT8,     DT_INT16,
-          DT_UINT16, DT_UINT32, DT_UINT64, DT_BOOL,  DT_HALF,  DT_BFLOAT16, DT_STRING};
+  return {DT_FLOAT,    DT_DOUBLE, DT_INT32,     DT_INT64,     DT_UINT8, DT_INT8,
+          DT_INT16,    DT_UINT16, DT_UINT32,    DT_UINT64,    DT_BOOL,  DT_HALF,
+          DT_BFLOAT16, DT_STRING, DT_COMPLEX64, DT_COMPLEX128};
 }
 inline std::vector<DataType> AllTypesAndResource() {
   std::vector<DataType> t = AllTypes();

@@ -3,6 +3,7 @@
 // declared in cwise_util.h (ComputeBinary, ComputeUnary) live here.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -758,6 +759,34 @@ KernelDef Cpu(const char* op) {
   return std::move(KernelDef(op).Device(kDeviceCpu).TypeConstraint<T>("T"));
 }
 
+// half and bfloat16 compute in float: each element is widened, computed
+// with F and rounded back (to nearest even), as TensorFlow's CPU kernels do
+// through Eigen::half / Eigen::bfloat16.
+inline float Widen(Half h) { return HalfToFloat(h.bits); }
+inline float Widen(BFloat16 b) { return BFloat16ToFloat(b.bits); }
+template <typename T>
+T Narrow(float f);
+template <>
+inline Half Narrow<Half>(float f) {
+  return Half{FloatToHalf(f)};
+}
+template <>
+inline BFloat16 Narrow<BFloat16>(float f) {
+  return BFloat16{FloatToBFloat16(f)};
+}
+template <typename F>
+struct ViaFloat {
+  static constexpr int kCost = F::kCost + 4;
+  template <typename T>
+  static T Apply(T a, T b) {
+    return Narrow<T>(F::Apply(Widen(a), Widen(b)));
+  }
+  template <typename T>
+  static T Apply(T x) {
+    return Narrow<T>(F::Apply(Widen(x)));
+  }
+};
+
 template <typename F, typename... Ts>
 void AddBinary(KernelRegistry& r, const char* op) {
   (r.Add(Cpu<Ts>(op), MakeKernel<BinaryOp<Ts, Ts, F>>()), ...);
@@ -792,6 +821,31 @@ void AddSelect(KernelRegistry& r, const char* op) {
 }  // namespace
 
 void RegisterCwiseKernels(KernelRegistry& r) {
+  // half / bfloat16 through float; complex64 / complex128 arithmetic.
+  using C64 = std::complex<float>;
+  using C128 = std::complex<double>;
+  for (const char* op : {"Add", "AddV2"}) AddBinary<ViaFloat<AddF>, Half, BFloat16>(r, op);
+  AddBinary<ViaFloat<SubF>, Half, BFloat16>(r, "Sub");
+  AddBinary<ViaFloat<MulF>, Half, BFloat16>(r, "Mul");
+  AddBinary<ViaFloat<DivF>, Half, BFloat16>(r, "RealDiv");
+  AddBinary<ViaFloat<DivF>, Half, BFloat16>(r, "Div");
+  AddBinary<ViaFloat<MaximumF>, Half, BFloat16>(r, "Maximum");
+  AddBinary<ViaFloat<MinimumF>, Half, BFloat16>(r, "Minimum");
+  AddUnary<ViaFloat<NegF>, Half, BFloat16>(r, "Neg");
+  AddUnary<ViaFloat<SquareF>, Half, BFloat16>(r, "Square");
+  AddUnary<ViaFloat<SqrtF>, Half, BFloat16>(r, "Sqrt");
+  AddUnary<ViaFloat<RsqrtF>, Half, BFloat16>(r, "Rsqrt");
+  AddUnary<ViaFloat<ExpF>, Half, BFloat16>(r, "Exp");
+  AddUnary<ViaFloat<LogF>, Half, BFloat16>(r, "Log");
+  AddUnary<ViaFloat<SigmoidF>, Half, BFloat16>(r, "Sigmoid");
+  AddUnary<ViaFloat<TanhF>, Half, BFloat16>(r, "Tanh");
+  for (const char* op : {"Add", "AddV2"}) AddBinary<AddF, C64, C128>(r, op);
+  AddBinary<SubF, C64, C128>(r, "Sub");
+  AddBinary<MulF, C64, C128>(r, "Mul");
+  AddBinary<DivF, C64, C128>(r, "RealDiv");
+  AddBinary<DivF, C64, C128>(r, "Div");
+  AddUnary<NegF, C64, C128>(r, "Neg");
+  AddUnary<SquareF, C64, C128>(r, "Square");
   AddBinary<AddF, float, double, int32_t, int64_t, uint8_t, int8_t, uint16_t, int16_t>(r, "Add");
   AddBinary<AddF, float, double, int32_t, int64_t, uint8_t, int8_t, uint16_t, int16_t>(r, "AddV2");
   AddBinary<SubF, float, double, int32_t, int64_t, uint8_t, int8_t, uint16_t, int16_t>(r, "Sub");

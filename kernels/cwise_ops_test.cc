@@ -417,8 +417,29 @@ TEST(CwiseOpsTest, CastToSameTypeSharesTheBuffer) {
 
 TEST(CwiseOpsTest, NoKernelForUnsupportedType) {
   OpTester t("Sqrt");
-  t.Attr("T", DT_HALF).Input(Tensor(DT_HALF, TensorShape({1})));
+  t.Attr("T", DT_COMPLEX64).Input(Tensor(DT_COMPLEX64, TensorShape({1})));
   EXPECT_FALSE(t.Run().ok());
+}
+
+// half and bfloat16 compute in float and round to nearest even.
+TEST(CwiseOpsTest, HalfAndBfloat16ThroughFloat) {
+  Tensor a(DT_HALF, TensorShape({2})), b(DT_HALF, TensorShape({2}));
+  a.flat<Half>()[0] = Half{FloatToHalf(1.5f)};
+  a.flat<Half>()[1] = Half{FloatToHalf(2048.0f)};
+  b.flat<Half>()[0] = Half{FloatToHalf(0.25f)};
+  b.flat<Half>()[1] = Half{FloatToHalf(1.0f)};  // 2049 is not a half: ties to even 2048
+  OpTester t("AddV2");
+  t.Attr("T", DT_HALF).Input(a).Input(b);
+  auto out = t.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].SummarizeValue(10), "1.75 2048");
+  Tensor x(DT_BFLOAT16, TensorShape({1}));
+  x.flat<BFloat16>()[0] = BFloat16{FloatToBFloat16(4.0f)};
+  OpTester s("Rsqrt");
+  s.Attr("T", DT_BFLOAT16).Input(x);
+  auto r = s.Run();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].SummarizeValue(10), "0.5");
 }
 
 }  // namespace

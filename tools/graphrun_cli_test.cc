@@ -179,6 +179,28 @@ TEST(GraphrunCliTest, Tf2Uint8Returns) {
                "\"values\": [255, 128, 0]}}}\n");
 }
 
+TEST(GraphrunCliTest, HalfBfloat16AndComplexCompute) {
+  ExpectOutput(
+      {"run", Tf2("dtypes.pbtxt"), "--feed", "x=[1.5,2]", "--feed", "b=[0.5,-1]", "--fetch", "hsum",
+       "--fetch", "hmul", "--fetch", "bt", "--fetch", "ci", "--fetch", "csum", "--fetch", "zneg"},
+      "hsum:0 = Tensor<half, [2]: 2.5 3>\n"
+      "hmul:0 = Tensor<half, [2]: 6.25 9>\n"
+      "bt:0 = Tensor<bfloat16, [2]: 0.462891 -0.761719>\n"
+      "ci:0 = Tensor<complex64, [2]: (-2,1) (1,3)>\n"
+      "csum:0 = Tensor<complex64, [2]: (-1,3) (4,2)>\n"
+      "zneg:0 = Tensor<complex128, [3]: (-0.5,0.5) (-0.5,0.5) (-0.5,0.5)>\n");
+  ExpectOutput({"run", Tf2("dtypes.pbtxt"), "--fetch", "csum", "--format=json"},
+               "{\"fetches\": {\"csum:0\": {\"dtype\": \"DT_COMPLEX64\", \"shape\": [2], "
+               "\"values\": [[-1, 3], [4, 2]]}}}\n");
+}
+
+TEST(GraphrunCliTest, StringsEndToEnd) {
+  ExpectOutput({"run", Tf2("strings.pbtxt"), "--feed", "greeting=[\"hello\",\"goodbye\"]",
+                "--fetch", "joined", "--fetch", "suffix"},
+               "joined:0 = Tensor<string, [2]: \"hello, world\" \"goodbye, world\">\n"
+               "suffix:0 = Tensor<string, []: \"world\">\n");
+}
+
 TEST(GraphrunCliTest, Tf2RecursionIsAnError) {
   Result r = Graphrun({"run", Tf2("recursive.pbtxt"), "--fetch", "y"});
   EXPECT_EQ(r.exit_code, 1);

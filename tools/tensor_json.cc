@@ -57,6 +57,12 @@ std::string ElementToJson(const Tensor& t, int64_t i) {
       return JsonQuote(t.base<std::string>()[i]);
     case DT_RESOURCE:
       return JsonQuote(t.base<ResourceHandle>()[i].DebugString());
+    case DT_COMPLEX64:
+      return absl::StrCat("[", FloatToJson(t.base<std::complex<float>>()[i].real()), ", ",
+                          FloatToJson(t.base<std::complex<float>>()[i].imag()), "]");
+    case DT_COMPLEX128:
+      return absl::StrCat("[", FloatToJson(t.base<std::complex<double>>()[i].real()), ", ",
+                          FloatToJson(t.base<std::complex<double>>()[i].imag()), "]");
     default:
       return "null";
   }

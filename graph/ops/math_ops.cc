@@ -18,6 +18,12 @@ namespace {
 constexpr char kRealNumberTypes[] =
     "T: {bfloat16, half, float, double, uint8, int8, uint16, int16, int32, "
     "int64}";
+// kRealNumberTypes and complex: TensorFlow's NumberTypes for arithmetic.
+constexpr char kNumberTypes[] =
+    "T: {bfloat16, half, float, double, uint8, int8, uint16, int16, int32, "
+    "int64, complex64, complex128}";
+constexpr char kSignedNumberTypes[] =
+    "T: {bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128}";
 constexpr char kFloatTypes[] = "T: {bfloat16, half, float, double}";
 constexpr char kSignedTypes[] = "T: {bfloat16, half, float, double, int8, int16, int32, int64}";
 
@@ -282,17 +288,17 @@ void AddUnaryGrad(OpRegistry& r, const char* name) {
 }  // namespace
 
 void RegisterMathOps(OpRegistry& r) {
-  AddBinary(r, "Add", kRealNumberTypes, true);
+  AddBinary(r, "Add", kNumberTypes, true);
   {
     OpDefBuilder b("AddV2");
-    b.Input("x: T").Input("y: T").Output("z: T").Attr(kRealNumberTypes);
+    b.Input("x: T").Input("y: T").Output("z: T").Attr(kNumberTypes);
     b.SetIsCommutative().SetIsAggregate().SetShapeFn(shape_fns::Broadcast);
     r.Add(b);
   }
-  AddBinary(r, "Sub", kRealNumberTypes, false);
-  AddBinary(r, "Mul", kRealNumberTypes, true);
-  AddBinary(r, "RealDiv", kRealNumberTypes, false);
-  AddBinary(r, "Div", kRealNumberTypes, false);
+  AddBinary(r, "Sub", kNumberTypes, false);
+  AddBinary(r, "Mul", kNumberTypes, true);
+  AddBinary(r, "RealDiv", kNumberTypes, false);
+  AddBinary(r, "Div", kNumberTypes, false);
   AddBinary(r, "FloorDiv", kRealNumberTypes, false);
   AddBinary(r, "FloorMod", kRealNumberTypes, false);
   AddBinary(r, "Maximum", kRealNumberTypes, true);
@@ -300,8 +306,8 @@ void RegisterMathOps(OpRegistry& r) {
   AddBinary(r, "Pow", kSignedTypes, false);
   AddBinary(r, "SquaredDifference", kSignedTypes, true);
 
-  AddUnary(r, "Neg", kSignedTypes);
-  AddUnary(r, "Square", kSignedTypes);
+  AddUnary(r, "Neg", kSignedNumberTypes);
+  AddUnary(r, "Square", kSignedNumberTypes);
   AddUnary(r, "Abs", kSignedTypes);
   AddUnary(r, "Sqrt", kFloatTypes);
   AddUnary(r, "Rsqrt", kFloatTypes);
