@@ -7,9 +7,10 @@
 # kernel over both PS tasks), with progress lines, the placement
 # summary, checkpoints in /tmp/graphrun_train, the test-set evaluation and
 # one final JSON line (docs/training.md), and the trained model exported as
-# a frozen inference graph. Then `graphrun run` classifies the first test
-# images with that graph (read and saved as .npy by the IDX-dataset example
-# graph), the same model is trained the all-reduce way by 2 worker
+# a frozen inference graph and as a SavedModel. Then `graphrun run`
+# classifies the first test images with the frozen graph and, through its
+# serving_default signature, with the SavedModel (images read and saved as
+# .npy by the IDX-dataset example graph), the same model is trained the all-reduce way by 2 worker
 # processes (multi_worker_mirrored: no PS, gradients all-reduced every
 # step over the data channel), and the other shipped TensorFlow-format
 # example graphs run.
@@ -24,8 +25,9 @@ GR=bazel-bin/tools/graphrun
 # resumed at its final step (zero steps to train).
 rm -rf /tmp/graphrun_train
 FROZEN=/tmp/graphrun_train/mlp_frozen.pb
-echo "\$ graphrun train --model=mlp --export_graph=$FROZEN"
-"$GR" train --model=mlp --export_graph="$FROZEN"
+SAVED=/tmp/graphrun_train/mlp_saved_model
+echo "\$ graphrun train --model=mlp --export_graph=$FROZEN --export_saved_model=$SAVED"
+"$GR" train --model=mlp --export_graph="$FROZEN" --export_saved_model="$SAVED"
 echo
 
 run() { echo "\$ graphrun run $*"; "$GR" run "$@"; echo; }
@@ -35,6 +37,14 @@ run examples/fashion_mnist_batch.pbtxt --fetch labels/next
 "$GR" run examples/fashion_mnist_batch.pbtxt --fetch images/next \
     --save_npy /tmp/graphrun_train/batch >/dev/null
 run "$FROZEN" --feed images=@/tmp/graphrun_train/batch/images__next_0.npy --fetch predictions
+echo "\$ graphrun show $SAVED"
+"$GR" show "$SAVED"
+echo
+run "$SAVED" --signature=serving_default \
+    --feed images=@/tmp/graphrun_train/batch/images__next_0.npy --fetch classes
+# A TensorFlow 2 graph with functions: a tf.while_loop whose body holds a
+# tf.cond (Collatz steps of 27), lowered at load.
+run tools/testdata/tf2/collatz.pbtxt --feed n=27 --fetch steps
 # Synchronous all-reduce training of the same MLP: 2 worker processes of a
 # local cluster (no PS), 3 epochs.
 rm -rf /tmp/graphrun_train_allreduce
