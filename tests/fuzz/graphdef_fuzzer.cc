@@ -1,11 +1,12 @@
-// libFuzzer target: GraphDef parsing (binary and text), import with full
-// validation and shape inference, placement over two CPU devices with soft
-// placement off and on, and partitioning. Any input must yield a Status,
-// never a crash, hang or sanitizer report.
+// libFuzzer target: GraphDef parsing (binary and text), function-library
+// lowering, import with full validation and shape inference, placement over two CPU devices with
+// soft placement off and on, and partitioning. Any input must yield a Status, never a crash, hang
+// or sanitizer report.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "graph/function_lowering.h"
 #include "graph/graph.h"
 #include "graph/ops/all_ops.h"
 #include "placement/partition.h"
@@ -17,6 +18,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view bytes(reinterpret_cast<const char*>(data), size);
   auto def = ParseGraphDef(bytes);
   if (!def.ok() || def->node_size() > 512) return 0;
+  // Function libraries are lowered first, with a node limit that keeps one
+  // input fast (the default, 2^20, bounds memory, not fuzzing time).
+  if (NeedsLowering(*def)) {
+    LoweringOptions lo;
+    lo.max_nodes = 4096;
+    auto lowered = LowerFunctionCalls(*def, DefaultOpRegistry(), lo);
+    if (!lowered.ok()) return 0;
+    *def = std::move(lowered->graph_def);
+  }
   auto graph = GraphFromGraphDef(*def, DefaultOpRegistry());
   if (!graph.ok()) return 0;
   const std::vector<placement::DeviceInfo> devices = {
