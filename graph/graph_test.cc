@@ -156,5 +156,14 @@ TEST(TensorNameTest, Parses) {
   EXPECT_FALSE(ParseTensorName("^").ok());
 }
 
+// A list argument's length is bounded before anything is allocated for it.
+TEST(GraphImportTest, HugeListLengthIsRefused) {
+  absl::Status s = Import(
+      "node { name: 'm' op: 'Merge' attr { key: 'T' value { type: DT_FLOAT } } "
+      "attr { key: 'N' value { i: 4000000000 } } }");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("node 'm': attr 'N' = 4000000000 is above the limit"));
+}
+
 }  // namespace
 }  // namespace graphrun

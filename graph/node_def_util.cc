@@ -306,6 +306,14 @@ absl::Status AddArgTypes(const tensorflow::NodeDef& node_def, const tensorflow::
       return absl::InvalidArgumentError(
           absl::StrCat("node '", node_def.name(), "': attr '", arg.number_attr(), "' is negative"));
     }
+    // A list argument's length comes from the NodeDef: bound it before
+    // anything is allocated for it.
+    constexpr int64_t kMaxListLength = int64_t{1} << 20;
+    if (n > kMaxListLength) {
+      return absl::InvalidArgumentError(absl::StrCat("node '", node_def.name(), "': attr '",
+                                                     arg.number_attr(), "' = ", n,
+                                                     " is above the limit of ", kMaxListLength));
+    }
     count = static_cast<int>(n);
   }
   if (!arg.type_list_attr().empty()) {
