@@ -667,6 +667,19 @@ absl::Status AnnotateLoweringError(const absl::Status& status,
 
 absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegistry& registry,
                                               std::vector<std::string>* warnings) {
+  const tensorflow::VersionDef& v = def.versions();
+  if (v.min_consumer() > kGraphDefConsumerVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GraphDef min consumer version ", v.min_consumer(), " is above graphrun's version ",
+        kGraphDefConsumerVersion, " (the graph was written by a newer TensorFlow; producer ",
+        v.producer(), ")"));
+  }
+  for (int bad : v.bad_consumers()) {
+    if (bad == kGraphDefConsumerVersion) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GraphDef disallows consumer version ", bad, ", graphrun's version"));
+    }
+  }
   GraphDef out;
   absl::flat_hash_map<std::string, std::string> origin;
   const bool lowering = NeedsLowering(def);

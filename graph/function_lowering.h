@@ -79,8 +79,15 @@ absl::StatusOr<LoweredGraph> LowerFunctionCalls(const tensorflow::GraphDef& def,
 absl::Status AnnotateLoweringError(const absl::Status& status,
                                    const absl::flat_hash_map<std::string, std::string>& origin);
 
+// The GraphDef version graphrun reads graphs as (TensorFlow's
+// TF_GRAPH_DEF_VERSION of the 2.x releases whose graphs it is tested on).
+constexpr int kGraphDefConsumerVersion = 1766;
+
 // What every entry point (sessions, `graphrun run`, placeviz) does to a
 // GraphDef a user hands in, before anything else reads it:
+// - checks TensorFlow's versioning rule: a graph whose
+//   versions.min_consumer is above kGraphDefConsumerVersion, or whose
+//   versions.bad_consumers lists it, is InvalidArgument;
 // - lowers function calls (above);
 // - applies TensorFlow 2's rule for attrs an op does not declare: one whose
 //   name starts with '_' is kept, any other is dropped, with one warning per

@@ -305,5 +305,17 @@ TEST(FunctionLoweringTest, AnnotateOnlyRewritesKnownNodes) {
             "node 'n' of function 'f': bad");
 }
 
+TEST(FunctionLoweringTest, VersioningRule) {
+  // A graph for a newer consumer, or one that names graphrun's version as
+  // bad, is refused; the usual min_consumer 12 is read.
+  EXPECT_TRUE(Canonicalize("versions { producer: 1645 min_consumer: 12 }").ok());
+  absl::Status s = Canonicalize("versions { producer: 99999 min_consumer: 99999 }");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("GraphDef min consumer version 99999 is above graphrun's "
+                                     "version 1766"));
+  s = Canonicalize("versions { producer: 1700 bad_consumers: 1766 }");
+  EXPECT_THAT(s.message(), HasSubstr("GraphDef disallows consumer version 1766"));
+}
+
 }  // namespace
 }  // namespace graphrun
