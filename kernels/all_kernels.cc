@@ -4,6 +4,7 @@ namespace graphrun {
 
 void RegisterAllKernels(KernelRegistry& r) {
   RegisterCwiseKernels(r);
+  RegisterCastKernels(r);
   RegisterMatMulKernels(r);
   RegisterNnKernels(r);
   RegisterReductionKernels(r);

@@ -8,6 +8,7 @@
 namespace graphrun {
 
 void RegisterCwiseKernels(KernelRegistry& r);        // cwise_ops.cc
+void RegisterCastKernels(KernelRegistry& r);         // cast_op.cc
 void RegisterMatMulKernels(KernelRegistry& r);       // matmul_op.cc
 void RegisterNnKernels(KernelRegistry& r);           // nn_kernels.cc
 void RegisterReductionKernels(KernelRegistry& r);    // reduction_ops.cc
