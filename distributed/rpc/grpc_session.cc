@@ -81,9 +81,12 @@ absl::Status GrpcSession::Create(const tensorflow::GraphDef& graph) {
   if (local.has_value()) {
     GR_RETURN_IF_ERROR(*local);
   } else {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
-    GR_RETURN_IF_ERROR(FromGrpcStatus(stub_->CreateSession(&ctx, req, &resp), who_));
+    GR_RETURN_IF_ERROR(FromGrpcStatus(CallWithConnectRetry(DeadlineAfterMs(control_timeout_ms_),
+                                                           [&](grpc::ClientContext* ctx) {
+                                                             return stub_->CreateSession(ctx, req,
+                                                                                         &resp);
+                                                           }),
+                                      who_));
   }
   std::lock_guard<std::mutex> l(mu_);
   handle_ = resp.session_handle();
@@ -101,9 +104,11 @@ absl::Status GrpcSession::Extend(const tensorflow::GraphDef& graph) {
         m->ExtendSessionAsync(req, &resp, std::move(done));
       });
   if (local.has_value()) return *local;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
-  return FromGrpcStatus(stub_->ExtendSession(&ctx, req, &resp), who_);
+  return FromGrpcStatus(CallWithConnectRetry(DeadlineAfterMs(control_timeout_ms_),
+                                             [&](grpc::ClientContext* ctx) {
+                                               return stub_->ExtendSession(ctx, req, &resp);
+                                             }),
+                        who_);
 }
 
 absl::StatusOr<std::vector<Tensor>> GrpcSession::Run(const tensorflow::RunOptions& options,
@@ -139,9 +144,12 @@ absl::StatusOr<std::vector<Tensor>> GrpcSession::Run(const tensorflow::RunOption
   if (local.has_value()) {
     GR_RETURN_IF_ERROR(*local);
   } else {
-    grpc::ClientContext ctx;
-    if (timeout > 0) ctx.set_deadline(DeadlineAfterMs(timeout + kStepRpcGraceMs));
-    GR_RETURN_IF_ERROR(FromGrpcStatus(stub_->RunStep(&ctx, req, &resp), who_));
+    auto deadline = timeout > 0 ? DeadlineAfterMs(timeout + kStepRpcGraceMs)
+                                : std::chrono::system_clock::time_point::max();
+    GR_RETURN_IF_ERROR(FromGrpcStatus(
+        CallWithConnectRetry(
+            deadline, [&](grpc::ClientContext* ctx) { return stub_->RunStep(ctx, req, &resp); }),
+        who_));
   }
   if (resp.tensor_size() != static_cast<int>(fetches.size())) {
     return absl::InternalError(absl::StrCat(who_, " returned ", resp.tensor_size(), " tensors for ",
@@ -168,9 +176,12 @@ absl::StatusOr<std::vector<DeviceAttributes>> GrpcSession::ListDevices() {
   if (local.has_value()) {
     GR_RETURN_IF_ERROR(*local);
   } else {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
-    GR_RETURN_IF_ERROR(FromGrpcStatus(stub_->ListDevices(&ctx, req, &resp), who_));
+    GR_RETURN_IF_ERROR(FromGrpcStatus(CallWithConnectRetry(DeadlineAfterMs(control_timeout_ms_),
+                                                           [&](grpc::ClientContext* ctx) {
+                                                             return stub_->ListDevices(ctx, req,
+                                                                                       &resp);
+                                                           }),
+                                      who_));
   }
   std::vector<DeviceAttributes> out;
   for (const auto* list : {&resp.local_device(), &resp.remote_device()}) {
@@ -198,9 +209,11 @@ absl::Status GrpcSession::Close() {
         m->CloseSessionAsync(req, &resp, std::move(done));
       });
   if (local.has_value()) return *local;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
-  return FromGrpcStatus(stub_->CloseSession(&ctx, req, &resp), who_);
+  return FromGrpcStatus(CallWithConnectRetry(DeadlineAfterMs(control_timeout_ms_),
+                                             [&](grpc::ClientContext* ctx) {
+                                               return stub_->CloseSession(ctx, req, &resp);
+                                             }),
+                        who_);
 }
 
 absl::Status GrpcSession::Reset(const std::vector<std::string>& containers) {
@@ -212,9 +225,10 @@ absl::Status GrpcSession::Reset(const std::vector<std::string>& containers) {
         m->ResetAsync(req, &resp, std::move(done));
       });
   if (local.has_value()) return *local;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfterMs(control_timeout_ms_));
-  return FromGrpcStatus(stub_->Reset(&ctx, req, &resp), who_);
+  return FromGrpcStatus(
+      CallWithConnectRetry(DeadlineAfterMs(control_timeout_ms_),
+                           [&](grpc::ClientContext* ctx) { return stub_->Reset(ctx, req, &resp); }),
+      who_);
 }
 
 void RegisterGrpcSession() {

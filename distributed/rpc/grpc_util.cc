@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -90,6 +91,16 @@ class TokenInterceptorFactory : public grpc::experimental::ClientInterceptorFact
 };
 
 }  // namespace
+
+bool NotSent(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         absl::StrContains(s.error_message(), "failed to connect to all addresses");
+}
+
+std::chrono::system_clock::time_point ConnectRetryDeadline(
+    std::chrono::system_clock::time_point deadline) {
+  return std::min(deadline, DeadlineAfterMs(kConnectRetryMs));
+}
 
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
                                           const ChannelOptions& options) {

@@ -37,6 +37,45 @@ inline std::chrono::system_clock::time_point DeadlineAfterMs(int64_t ms) {
   return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
 }
 
+// A call gRPC failed without sending it: the channel's connection attempt
+// had failed ("failed to connect to all addresses"), so the call fails at
+// once while the channel waits out its reconnect backoff. Sending such a
+// call again is safe whatever the method. Under load a first connection to
+// a live peer can fail this way (seen once on loopback, errno ENOENT from
+// the transport), which failed a whole step.
+bool NotSent(const grpc::Status& s);
+
+// How long the one retry of a call that was not sent waits for the channel
+// to connect (wait_for_ready), within the call's own deadline. A peer that
+// is really gone is reported this much later, with the first error.
+inline constexpr int64_t kConnectRetryMs = 2000;
+
+// The retry's deadline: kConnectRetryMs from now, or `deadline` when that is
+// sooner (time_point::max(): none).
+std::chrono::system_clock::time_point ConnectRetryDeadline(
+    std::chrono::system_clock::time_point deadline);
+
+// Runs the blocking call `fn(grpc::ClientContext*)` with `deadline`
+// (time_point::max(): none) and, when gRPC did not send it, once more,
+// waiting for the channel to connect. The first error stands when the
+// retry also fails to reach the peer.
+template <typename Fn>
+grpc::Status CallWithConnectRetry(std::chrono::system_clock::time_point deadline, Fn fn) {
+  grpc::Status first;
+  {
+    grpc::ClientContext ctx;
+    if (deadline != std::chrono::system_clock::time_point::max()) ctx.set_deadline(deadline);
+    first = fn(&ctx);
+  }
+  if (!NotSent(first)) return first;
+  grpc::ClientContext ctx;
+  ctx.set_wait_for_ready(true);
+  ctx.set_deadline(ConnectRetryDeadline(deadline));
+  grpc::Status second = fn(&ctx);
+  if (second.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || NotSent(second)) return first;
+  return second;
+}
+
 // How RecvTensor reaches a peer.
 enum class DataChannelMode {
   kOff,        // the gRPC stream only

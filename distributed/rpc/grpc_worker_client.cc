@@ -16,18 +16,40 @@ namespace {
 class RecvTensorReactor : public grpc::ClientReadReactor<RecvTensorChunk> {
  public:
   RecvTensorReactor(std::string who, int64_t max_tensor_bytes, CallOptions* opts,
-                    RecvTensorResult* result, StatusCallback done)
+                    RecvTensorResult* result, StatusCallback done,
+                    std::shared_ptr<grpc::Channel> channel)
       : who_(std::move(who)),
         max_tensor_bytes_(max_tensor_bytes),
         opts_(opts),
         result_(result),
-        done_(std::move(done)) {}
+        done_(std::move(done)),
+        channel_(std::move(channel)) {}
 
   void Start(WorkerService::Stub* stub, const RecvTensorRequest& request) {
     request_ = request;
-    if (opts_ != nullptr && opts_->timeout_ms() > 0) {
-      ctx_.set_deadline(DeadlineAfterMs(opts_->timeout_ms()));
-    }
+    deadline_ = opts_ != nullptr && opts_->timeout_ms() > 0
+                    ? DeadlineAfterMs(opts_->timeout_ms())
+                    : std::chrono::system_clock::time_point::max();
+    if (deadline_ != std::chrono::system_clock::time_point::max()) ctx_.set_deadline(deadline_);
+    Issue(stub);
+  }
+
+ private:
+  // The call again, on a fresh reactor, after gRPC failed the first without
+  // sending it (NotSent): it waits for the channel to connect, within the
+  // first call's deadline.
+  void StartRetry(const RecvTensorReactor& first, const grpc::Status& first_status) {
+    request_ = first.request_;
+    deadline_ = first.deadline_;
+    first_status_ = first_status;
+    retried_ = true;
+    ctx_.set_wait_for_ready(true);
+    ctx_.set_deadline(ConnectRetryDeadline(deadline_));
+    retry_stub_ = WorkerService::NewStub(channel_);
+    Issue(retry_stub_.get());
+  }
+
+  void Issue(WorkerService::Stub* stub) {
     stub->async()->RecvTensor(&ctx_, &request_, this);
     if (opts_ != nullptr) opts_->SetCancelCallback([this] { ctx_.TryCancel(); });
     StartRead(&chunk_);
@@ -47,8 +69,21 @@ class RecvTensorReactor : public grpc::ClientReadReactor<RecvTensorChunk> {
 
   void OnDone(const grpc::Status& status) override {
     if (opts_ != nullptr) opts_->ClearCancelCallback();
+    if (!retried_ && error_.ok() && !have_meta_ && NotSent(status) &&
+        (opts_ == nullptr || !opts_->cancelled())) {
+      auto* retry = new RecvTensorReactor(who_, max_tensor_bytes_, opts_, result_, std::move(done_),
+                                          channel_);
+      retry->StartRetry(*this, status);
+      delete this;
+      return;
+    }
     absl::Status s = error_;
-    if (s.ok()) s = FromGrpcStatus(status, who_);
+    if (s.ok()) {
+      const bool first_stands =
+          retried_ &&
+          (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || NotSent(status));
+      s = FromGrpcStatus(first_stands ? first_status_ : status, who_);
+    }
     if (s.ok() && !have_meta_) {
       s = absl::DataLossError(absl::StrCat(who_, ": RecvTensor stream ended without a tensor"));
     }
@@ -65,7 +100,6 @@ class RecvTensorReactor : public grpc::ClientReadReactor<RecvTensorChunk> {
     done(s);
   }
 
- private:
   absl::Status Consume() {
     if (chunk_.has_meta()) {
       if (have_meta_) return absl::DataLossError(absl::StrCat(who_, ": second tensor header"));
@@ -114,6 +148,11 @@ class RecvTensorReactor : public grpc::ClientReadReactor<RecvTensorChunk> {
   CallOptions* const opts_;
   RecvTensorResult* const result_;
   StatusCallback done_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<WorkerService::Stub> retry_stub_;
+  std::chrono::system_clock::time_point deadline_;
+  bool retried_ = false;
+  grpc::Status first_status_;
   grpc::ClientContext ctx_;
   RecvTensorRequest request_;
   RecvTensorChunk chunk_;
@@ -143,30 +182,80 @@ GrpcWorkerClient::GrpcWorkerClient(std::string task, std::string address,
       stub_(WorkerService::NewStub(channel_)),
       control_timeout_ms_(options.control_timeout_ms) {}
 
+namespace {
+
+// One unary call; sent once more, waiting for the channel to connect, when
+// gRPC failed the first try without sending it (NotSent).
+template <typename Req, typename Resp, typename Method>
+class UnaryCall {
+ public:
+  UnaryCall(Method method, CallOptions* opts, int64_t timeout_ms, const Req& request,
+            Resp* response, StatusCallback done, std::string who)
+      : method_(std::move(method)),
+        opts_(opts),
+        deadline_(timeout_ms > 0 ? DeadlineAfterMs(timeout_ms)
+                                 : std::chrono::system_clock::time_point::max()),
+        request_(request),
+        response_(response),
+        done_(std::move(done)),
+        who_(std::move(who)) {}
+
+  void Start() {
+    ctx_ = std::make_unique<grpc::ClientContext>();
+    if (retried_) {
+      ctx_->set_wait_for_ready(true);
+      ctx_->set_deadline(ConnectRetryDeadline(deadline_));
+    } else if (deadline_ != std::chrono::system_clock::time_point::max()) {
+      ctx_->set_deadline(deadline_);
+    }
+    // Cleared before ctx_ changes (OnDone), so never races with it.
+    if (opts_ != nullptr) opts_->SetCancelCallback([this] { ctx_->TryCancel(); });
+    method_(ctx_.get(), &request_, response_, [this](grpc::Status s) { OnDone(s); });
+  }
+
+ private:
+  void OnDone(const grpc::Status& s) {
+    if (opts_ != nullptr) opts_->ClearCancelCallback();
+    if (!retried_ && NotSent(s) && (opts_ == nullptr || !opts_->cancelled())) {
+      retried_ = true;
+      first_ = s;
+      Start();
+      return;
+    }
+    const bool first_stands =
+        retried_ && (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || NotSent(s));
+    absl::Status status = FromGrpcStatus(first_stands ? first_ : s, who_);
+    StatusCallback done = std::move(done_);
+    delete this;
+    done(status);
+  }
+
+  Method method_;
+  CallOptions* const opts_;
+  const std::chrono::system_clock::time_point deadline_;
+  const Req& request_;
+  Resp* const response_;
+  StatusCallback done_;
+  const std::string who_;
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  bool retried_ = false;
+  grpc::Status first_;
+};
+
+}  // namespace
+
 template <typename Req, typename Resp, typename Method>
 void GrpcWorkerClient::Unary(Method method, CallOptions* opts, int64_t timeout_ms,
                              const Req& request, Resp* response, StatusCallback done) {
-  struct Call {
-    grpc::ClientContext ctx;
-    CallOptions* opts;
-    StatusCallback done;
-    std::string who;
-  };
-  auto* call = new Call{{}, opts, std::move(done), who_};
-  if (timeout_ms > 0) call->ctx.set_deadline(DeadlineAfterMs(timeout_ms));
-  if (opts != nullptr) opts->SetCancelCallback([call] { call->ctx.TryCancel(); });
-  method(&call->ctx, &request, response, [call](grpc::Status s) {
-    if (call->opts != nullptr) call->opts->ClearCancelCallback();
-    StatusCallback done = std::move(call->done);
-    absl::Status status = FromGrpcStatus(s, call->who);
-    delete call;
-    done(status);
-  });
+  (new UnaryCall<Req, Resp, Method>(std::move(method), opts, timeout_ms, request, response,
+                                    std::move(done), who_))
+      ->Start();
 }
 
-#define GR_ASYNC(Name)                                                                          \
-  [this](grpc::ClientContext* c, const auto* r, auto* p, std::function<void(grpc::Status)> f) { \
-    stub_->async()->Name(c, r, p, std::move(f));                                                \
+#define GR_ASYNC(Name)                                           \
+  [stub = stub_](grpc::ClientContext* c, const auto* r, auto* p, \
+                 std::function<void(grpc::Status)> f) {          \
+    stub->async()->Name(c, r, p, std::move(f));                  \
   }
 
 void GrpcWorkerClient::GetStatusAsync(const GetStatusRequest& request, GetStatusResponse* response,
@@ -240,7 +329,7 @@ void GrpcWorkerClient::RecvTensorAsync(CallOptions* opts, const RecvTensorReques
   }
   num_grpc_.fetch_add(1);
   auto* reactor = new RecvTensorReactor(who_, options_.data.max_tensor_bytes, opts, response,
-                                        counted("grpc", std::move(done)));
+                                        counted("grpc", std::move(done)), channel_);
   reactor->Start(stub_.get(), request);
 }
 

@@ -84,7 +84,7 @@ class GrpcWorkerClient : public WorkerInterface {
   const std::string address_;
   const ChannelOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<WorkerService::Stub> stub_;
+  std::shared_ptr<WorkerService::Stub> stub_;  // shared with calls in flight (retries)
   int64_t control_timeout_ms_ = 20000;
 
   std::mutex data_mu_;  // held while negotiating: one attempt at a time
