@@ -7,13 +7,16 @@
 #   idx_fuzzer           the IDX (MNIST) reader on corrupt files
 #   checkpoint_fuzzer    checkpoint index and data readers on corrupt files
 #   worker_rpc_fuzzer    the worker service's handlers on sequences of requests
+#   master_rpc_fuzzer    the master service's handlers on sequences of requests
+#   data_channel_fuzzer  data channel frames and token handshakes, both ways
 # FUZZ_RUNS=N instead runs each target for N executions (no time bound).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
 [[ "$secs" == 0 ]] && exit 0
 targets=(graphdef:corpus tensor_proto:corpus_tensor_proto idx:corpus_idx
-         checkpoint:corpus_checkpoint worker_rpc:corpus_worker_rpc)
+         checkpoint:corpus_checkpoint worker_rpc:corpus_worker_rpc
+         master_rpc:corpus_master_rpc data_channel:corpus_data_channel)
 # Own output base: the clang build never evicts the normal gcc build.
 ws=$(pwd | md5sum | cut -c1-8)  # one output base per checkout
 BZ=(bazel --output_base="$HOME/.cache/graphrun-fuzz-$ws")

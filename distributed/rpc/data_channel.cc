@@ -195,6 +195,7 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
   void ReadLoop() {
     const DataChannelOptions& o = server_->options_;
     if (!Handshake()) {
+      shutdown(fd_, SHUT_RDWR);  // drop the stranger now, not when reaped
       std::lock_guard<std::mutex> l(mu_);
       reader_done_ = true;
       return;
@@ -240,6 +241,10 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
       for (auto& [id, c] : inflight_) calls.push_back(c);
     }
     for (auto& c : calls) c->opts.StartCancel();
+    // Dropped at once (a client that broke the protocol learns it now, not
+    // when the accept loop reaps the connection); cancelled calls' answers
+    // find the socket shut.
+    shutdown(fd_, SHUT_RDWR);
   }
 
   // TLS (when the server has credentials), then the token handshake; a
@@ -697,8 +702,16 @@ absl::Status DataConnection::ReadOne() {
                      options_.max_tensor_bytes, " bytes (max_recv_tensor_bytes)"),
         who_);
   } else if (h.flags & kProtoPayload) {
-    std::string buf(h.payload_bytes, '\0');
-    if (!(s = stream_->ReadFull(buf.data(), buf.size())).ok()) return s;
+    // Grown as the bytes arrive: a header that lies about its size costs
+    // only what the peer really sends.
+    std::string buf;
+    for (uint64_t left = h.payload_bytes; left > 0;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, uint64_t{1} << 20));
+      const size_t at = buf.size();
+      buf.resize(at + n);
+      if (!(s = stream_->ReadFull(buf.data() + at, n)).ok()) return s;
+      left -= n;
+    }
     h.payload_bytes = 0;
     tensorflow::TensorProto p;
     if (!p.ParseFromString(buf)) {

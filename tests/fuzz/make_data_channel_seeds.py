@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Writes the data_channel_fuzzer's seed corpus (corpus_data_channel/).
+
+The frames follow distributed/rpc/data_channel.h (host byte order, x86-64).
+Run from tests/fuzz: python3 make_data_channel_seeds.py
+"""
+import os
+import struct
+
+REQ, RESP, HELLO = 0x51445247, 0x50445247, 0x41445247
+RECV, CANCEL = 1, 2
+DEAD, PROTO = 1, 2
+
+
+def req(rid, key, kind=RECV, step=1):
+    k = key.encode()
+    return struct.pack("<IIQqQ", REQ, kind, rid, step, len(k)) + k
+
+
+def hello(flags=0):
+    return struct.pack("<IIII", HELLO, 1, flags, 0) + bytes(range(32))
+
+
+def resp(rid, code=0, dtype=0, dims=(), message=b"", payload=b"", flags=0, claimed=None):
+    n = len(payload) if claimed is None else claimed
+    h = struct.pack("<IIQiiIIQ", RESP, flags, rid, code, dtype, len(dims), len(message), n)
+    return h + b"".join(struct.pack("<q", d) for d in dims) + message + payload
+
+
+# A DT_STRING TensorProto of shape [1] holding "hi".
+STRING_PROTO = bytes([0x08, 0x07, 0x12, 0x04, 0x12, 0x02, 0x08, 0x01, 0x42, 0x02]) + b"hi"
+
+seeds = {
+    "server_requests.seed": b"\x00" + req(1, "t:f") + req(2, "t:s") + req(3, "dead")
+    + req(4, "stale") + req(5, "hang") + req(5, "", CANCEL) + req(6, "t:missing"),
+    "server_bad_magic.seed": b"\x00" + req(1, "t:f")[:4].replace(b"G", b"X") + req(1, "t:f")[4:],
+    "server_huge_key.seed": b"\x00" + struct.pack("<IIQqQ", REQ, RECV, 1, 1, 1 << 40),
+    "server_token.seed": b"\x01" + bytes(64) + req(1, "t:f"),
+    "client_responses.seed": b"\x02" + hello()
+    + resp(1, dtype=1, dims=(2, 3), payload=bytes(24))
+    + resp(2, flags=PROTO, payload=STRING_PROTO)
+    + resp(3, flags=DEAD),
+    "client_errors.seed": b"\x02" + hello() + resp(2, code=10, message=b"incarnation changed")
+    + resp(1, code=14, message=b"gone") + resp(3, code=99, message=b"no such code"),
+    "client_lying_sizes.seed": b"\x02" + hello()
+    + resp(1, dtype=1, dims=(1 << 40, 1 << 40), payload=bytes(16))
+    + resp(2, flags=PROTO, payload=STRING_PROTO, claimed=1 << 33)
+    + resp(3, dtype=1, dims=(0, -1), payload=b""),
+    "client_token_required.seed": b"\x02" + hello(flags=1) + resp(1, flags=DEAD),
+}
+os.makedirs("corpus_data_channel", exist_ok=True)
+for name, data in seeds.items():
+    with open(os.path.join("corpus_data_channel", name), "wb") as f:
+        f.write(data)
+print(len(seeds), "seeds")
