@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/testlib.h"
 #include "gtest/gtest.h"
@@ -403,6 +404,68 @@ TEST(DirectSessionTest, BadGraphsFailAtCreateNamingTheNode) {
     absl::Status st = (*s)->Create(ParseGraph(c.text));
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.text << " -> " << st;
     EXPECT_THAT(st.message(), HasSubstr(c.needle)) << c.text;
+  }
+}
+
+std::string EnterNode(const std::string& name, const std::string& input, const std::string& frame) {
+  return OpNode(name, "Enter", absl::StrCat("input: '", input, "'"), "DT_FLOAT",
+                absl::StrCat("attr { key: 'frame_name' value { s: '", frame, "' } }"));
+}
+
+// Each frame's iterations hold the state of that frame's nodes only: 10000
+// frames nested in one another (20001 nodes) once needed state for every
+// node in every frame (20 GB at this depth); now a few hundred bytes each.
+TEST(DirectSessionTest, DeeplyNestedFramesRun) {
+  constexpr int kDepth = 10000;
+  std::string text = ConstNode("x", "DT_FLOAT", "float_val", "2.5");
+  std::string prev = "x";
+  for (int i = 0; i < kDepth; ++i) {
+    std::string name = absl::StrCat("e", i);
+    text += EnterNode(name, prev, absl::StrCat("f", i));
+    prev = name;
+  }
+  for (int i = 0; i < kDepth; ++i) {
+    std::string name = absl::StrCat("q", i);
+    text += OpNode(name, "Exit", absl::StrCat("input: '", prev, "'"));
+    prev = name;
+  }
+  auto s = MakeSession(text);
+  auto out = s->Run({}, {prev}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 2.5f);
+}
+
+TEST(DirectSessionTest, MalformedFramesAreInvalidArgumentNamingTheNodes) {
+  struct Case {
+    std::string text;
+    std::vector<std::string> fetch;
+    std::vector<std::string> needles;
+  } cases[] = {
+      // An Exit that no Enter leads to.
+      {ConstNode("a", "DT_FLOAT", "float_val", "1") + OpNode("out", "Exit", "input: 'a'"),
+       {"out"},
+       {"node 'out' (op Exit) is not inside a frame"}},
+      // A node fed from inside a frame and from outside it.
+      {ConstNode("a", "DT_FLOAT", "float_val", "1") + EnterNode("in", "a", "f") +
+           OpNode("sum", "AddV2", "input: 'in' input: 'a'") + OpNode("out", "Exit", "input: 'sum'"),
+       {"out"},
+       {"node 'sum' has inputs from different frames", "frame 'f'", "frame (root)"}},
+      // One frame entered from the root and from inside another frame.
+      {ConstNode("a", "DT_FLOAT", "float_val", "1") + EnterNode("outer", "a", "g") +
+           EnterNode("inner", "outer", "f") + EnterNode("direct", "a", "f") +
+           OpNode("x1", "Exit", "input: 'inner'") + OpNode("x2", "Exit", "input: 'x1'") +
+           OpNode("x3", "Exit", "input: 'direct'"),
+       {"x2", "x3"},
+       {"enters frame 'f' from frame", "other Enter nodes enter it from frame"}},
+  };
+  for (const auto& c : cases) {
+    SessionOptions opts;
+    auto s = NewSession(opts);
+    ASSERT_TRUE(s.ok());
+    absl::Status st = (*s)->Create(ParseGraph(c.text));
+    if (st.ok()) st = (*s)->Run({}, c.fetch, {}).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.text << " -> " << st;
+    for (const auto& n : c.needles) EXPECT_THAT(st.message(), HasSubstr(n)) << c.text;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
@@ -52,9 +53,15 @@ struct NodeItem {
   bool is_transfer = false;  // _Send / _Recv run even when dead
   int num_inputs = 0;
   int num_outputs = 0;
-  int input_start = 0;
   int initial_pending = 0;
+  // The node's static frame (Impl::frames), its index among that frame's
+  // nodes, and where its inputs start in the frame's input slots: an
+  // iteration's state holds only the nodes of its frame.
+  int frame = 0;
+  int local_id = 0;
+  int local_input_start = 0;
   std::string frame_name;  // Enter only
+  int enter_frame = 0;     // Enter only: the frame it enters
   int parallel_iterations = 10;
   std::vector<OutEdge> out;
 };
@@ -67,13 +74,22 @@ int64_t NowMicros() {
 
 }  // namespace
 
+// A static frame: the nodes that run in it (TensorFlow's ControlFlowInfo).
+// Frame 0 is the root; every other is named by its Enter nodes'
+// frame_name.
+struct FrameInfo {
+  std::string name;
+  int parent = -1;                   // static parent frame (-1: root)
+  int num_enters = 0;                // Enter nodes into it: inputs a new frame waits for
+  int total_inputs = 0;              // input slots of its nodes
+  std::vector<int> initial_pending;  // by local id
+};
+
 struct Executor::Impl {
   DeviceBase* device = nullptr;
   std::vector<NodeItem> items;
-  int total_inputs = 0;
-  std::vector<int> initial_pending;
   std::vector<int> roots;
-  absl::flat_hash_map<std::string, int> enters_per_frame;
+  std::vector<FrameInfo> frames;
 };
 
 namespace {
@@ -81,10 +97,10 @@ namespace {
 using Impl = Executor::Impl;
 
 struct IterationState {
-  IterationState(const Impl& impl)
-      : inputs(impl.total_inputs),
-        pending(impl.initial_pending),
-        dead(impl.initial_pending.size(), 0) {}
+  explicit IterationState(const FrameInfo& frame)
+      : inputs(frame.total_inputs),
+        pending(frame.initial_pending),
+        dead(frame.initial_pending.size(), 0) {}
   std::vector<TensorValue> inputs;
   std::vector<int> pending;
   std::vector<int> dead;
@@ -92,8 +108,14 @@ struct IterationState {
   int outstanding_frame_count = 0;
 };
 
+struct FrameState;
+// A live frame: its parent frame's state, the parent's iteration, and the
+// static frame.
+using FrameKey = std::tuple<FrameState*, int64_t, int>;
+
 struct FrameState {
-  std::string key;
+  FrameKey key;
+  const FrameInfo* info = nullptr;
   uint64_t frame_id = 0;
   FrameState* parent = nullptr;
   int64_t parent_iter = 0;
@@ -142,13 +164,13 @@ class ExecutorState {
       }
     }
     auto root = std::make_unique<FrameState>();
-    root->key = "";
+    root->info = &impl_->frames[0];
     root->frame_id = 0;
-    auto it0 = std::make_unique<IterationState>(*impl_);
+    auto it0 = std::make_unique<IterationState>(*root->info);
     IterationState* is0 = it0.get();
     root->iterations[0] = std::move(it0);
     root_ = root.get();
-    frames_[""] = std::move(root);
+    frames_[{nullptr, 0, 0}] = std::move(root);
     ReadyList ready;
     for (int id : impl_->roots) ready.push_back({id, root_, 0, is0, false});
     is0->outstanding_ops = static_cast<int>(ready.size());
@@ -178,7 +200,7 @@ class ExecutorState {
     absl::InlinedVector<TensorValue, 4> inputs(item.num_inputs);
     bool any_input_dead = false;
     {
-      TensorValue* slots = tn.iter_state->inputs.data() + item.input_start;
+      TensorValue* slots = tn.iter_state->inputs.data() + item.local_input_start;
       for (int i = 0; i < item.num_inputs; ++i) {
         inputs[i] = std::move(slots[i]);
         any_input_dead |= !inputs[i].has_value();
@@ -364,33 +386,33 @@ class ExecutorState {
       bool dst_dead = false, dst_ready = false, dst_need_input = !is_control;
       if (dst.is_merge) {
         if (is_control) {
-          is->pending[e.dst] -= 2;
-          int count = is->pending[e.dst];
-          int dead_cnt = is->dead[e.dst];
+          is->pending[dst.local_id] -= 2;
+          int count = is->pending[dst.local_id];
+          int dead_cnt = is->dead[dst.local_id];
           dst_ready = (count == 0) || ((count == 1) && dead_cnt == dst.num_inputs);
           dst_dead = (count == 1) && dead_cnt == dst.num_inputs;
           dst_need_input = false;
         } else if (!is_dead && (*outputs)[e.src_slot].has_value()) {
-          int count = is->pending[e.dst];
-          is->pending[e.dst] &= ~1;  // a live input arrived
+          int count = is->pending[dst.local_id];
+          is->pending[dst.local_id] &= ~1;  // a live input arrived
           dst_ready = (count == 1);
           dst_need_input = (count & 1) == 1;
         } else {
           // A dead Enter makes its Merge dead at once: a while loop on the
           // untaken branch of a conditional must still finish.
-          ++is->dead[e.dst];
-          dst_dead = is->dead[e.dst] == dst.num_inputs || item.is_enter;
-          dst_ready = dst_dead && is->pending[e.dst] == 1;
+          ++is->dead[dst.local_id];
+          dst_dead = is->dead[dst.local_id] == dst.num_inputs || item.is_enter;
+          dst_ready = dst_dead && is->pending[dst.local_id] == 1;
           dst_need_input = false;
         }
       } else {
         const bool increment_dead = is_dead || (!is_control && !(*outputs)[e.src_slot].has_value());
-        if (increment_dead) ++is->dead[e.dst];
-        dst_dead = is->dead[e.dst] > 0;
-        dst_ready = --is->pending[e.dst] == 0;
+        if (increment_dead) ++is->dead[dst.local_id];
+        dst_dead = is->dead[dst.local_id] > 0;
+        dst_ready = --is->pending[dst.local_id] == 0;
       }
       if (dst_need_input) {
-        is->inputs[dst.input_start + e.dst_slot] = (*outputs)[e.src_slot];
+        is->inputs[dst.local_input_start + e.dst_slot] = (*outputs)[e.src_slot];
       }
       if (dst_ready) {
         if (dst.is_control_trigger) dst_dead = false;
@@ -401,18 +423,22 @@ class ExecutorState {
   }
 
   FrameState* FindOrCreateChildFrame(FrameState* frame, int64_t iter, const NodeItem& item) {
-    std::string key = absl::StrCat(frame->key, ";", iter, ";", item.frame_name);
+    FrameKey key{frame, iter, item.enter_frame};
     auto it = frames_.find(key);
     if (it != frames_.end()) return it->second.get();
     auto f = std::make_unique<FrameState>();
     f->key = key;
-    f->frame_id = std::hash<std::string>()(key) | 1;
+    f->info = &impl_->frames[item.enter_frame];
+    // The same on every task for the same frame and iteration (Send/Recv
+    // pairs inside loops key on it), and O(1) to make at any depth.
+    f->frame_id =
+        std::hash<std::string>()(absl::StrCat(frame->frame_id, ";", iter, ";", item.frame_name)) |
+        1;
     f->parent = frame;
     f->parent_iter = iter;
     f->max_parallel = std::max(1, item.parallel_iterations);
-    auto cnt = impl_->enters_per_frame.find(item.frame_name);
-    f->num_pending_inputs = cnt == impl_->enters_per_frame.end() ? 1 : cnt->second;
-    f->iterations[0] = std::make_unique<IterationState>(*impl_);
+    f->num_pending_inputs = std::max(1, f->info->num_enters);
+    f->iterations[0] = std::make_unique<IterationState>(*f->info);
     frame->Get(iter)->outstanding_frame_count++;
     FrameState* p = f.get();
     frames_[key] = std::move(f);
@@ -431,7 +457,7 @@ class ExecutorState {
   void IncrementIteration(FrameState* f, ReadyList* ready) {
     f->iteration_count++;
     int64_t next = f->iteration_count;
-    f->iterations[next] = std::make_unique<IterationState>(*impl_);
+    f->iterations[next] = std::make_unique<IterationState>(*f->info);
     f->num_outstanding_iterations++;
     f->dead_exits.clear();
     auto roots = std::move(f->next_iter_roots);
@@ -474,18 +500,18 @@ class ExecutorState {
           bool dst_dead = true, dst_ready = false;
           if (dst.is_merge) {
             if (e.src_slot == kControlSlot) {
-              pis->pending[e.dst] -= 2;
-              int count = pis->pending[e.dst];
-              dst_dead = pis->dead[e.dst] == dst.num_inputs;
+              pis->pending[dst.local_id] -= 2;
+              int count = pis->pending[dst.local_id];
+              dst_dead = pis->dead[dst.local_id] == dst.num_inputs;
               dst_ready = (count == 0) || ((count == 1) && dst_dead);
             } else {
-              ++pis->dead[e.dst];
-              dst_dead = pis->dead[e.dst] == dst.num_inputs;
-              dst_ready = pis->pending[e.dst] == 1 && dst_dead;
+              ++pis->dead[dst.local_id];
+              dst_dead = pis->dead[dst.local_id] == dst.num_inputs;
+              dst_ready = pis->pending[dst.local_id] == 1 && dst_dead;
             }
           } else {
-            ++pis->dead[e.dst];
-            dst_ready = --pis->pending[e.dst] == 0;
+            ++pis->dead[dst.local_id];
+            dst_ready = --pis->pending[dst.local_id] == 0;
           }
           if (dst_ready) {
             if (dst.is_control_trigger) dst_dead = false;
@@ -498,13 +524,16 @@ class ExecutorState {
     frames_.erase(f->key);
   }
 
+  // A child frame of `f`'s iteration `iter` ended. A loop, not recursion:
+  // frames may nest as deep as a graph is large.
   void CleanupFramesIterations(FrameState* f, int64_t iter, ReadyList* ready) {
-    f->Get(iter)->outstanding_frame_count--;
-    if (CleanupIterations(f, iter, ready)) {
+    while (f != nullptr) {
+      f->Get(iter)->outstanding_frame_count--;
+      if (!CleanupIterations(f, iter, ready) || f == root_) return;
       FrameState* parent = f->parent;
-      int64_t parent_iter = f->parent_iter;
+      iter = f->parent_iter;
       DeleteFrame(f, ready);
-      if (parent != nullptr) CleanupFramesIterations(parent, parent_iter, ready);
+      f = parent;
     }
   }
 
@@ -582,12 +611,92 @@ class ExecutorState {
   CancellationToken token_ = 0;
   int64_t num_outstanding_ops_ = 0;
   FrameState* root_ = nullptr;
-  absl::flat_hash_map<std::string, std::unique_ptr<FrameState>> frames_;
+  absl::flat_hash_map<FrameKey, std::unique_ptr<FrameState>> frames_;
 };
 
 }  // namespace
 
 Executor::~Executor() = default;
+
+namespace {
+
+// Assigns every node its static frame (TensorFlow's BuildControlFlowInfo):
+// an Enter's successors are in the frame it names, an Exit's in the parent
+// of its own, any other node's in its inputs' frame. Unreachable nodes stay
+// in the root frame. InvalidArgument naming the nodes when a node's inputs
+// come from different frames, when an Exit is outside every frame, or when
+// one frame is entered from two different frames.
+absl::Status BuildFrames(const Graph& graph, Impl* impl) {
+  std::vector<NodeItem>& items = impl->items;
+  impl->frames.assign(1, FrameInfo{});
+  absl::flat_hash_map<std::string, int> by_name;
+  std::vector<int> frame_of(items.size(), -1);
+  std::vector<const Node*> set_by(items.size(), nullptr);  // the input that set it
+  std::deque<int> queue;
+  for (int id : impl->roots) {
+    frame_of[id] = 0;
+    queue.push_back(id);
+  }
+  auto frame_name = [&](int f) {
+    return f == 0 ? std::string("(root)") : absl::StrCat("'", impl->frames[f].name, "'");
+  };
+  while (!queue.empty()) {
+    const int id = queue.front();
+    queue.pop_front();
+    NodeItem& item = items[id];
+    const int in = frame_of[id];
+    int out = in;
+    if (item.is_enter) {
+      auto [it, added] = by_name.try_emplace(item.frame_name, 0);
+      if (added) {
+        it->second = static_cast<int>(impl->frames.size());
+        FrameInfo f;
+        f.name = item.frame_name;
+        f.parent = in;
+        impl->frames.push_back(std::move(f));
+      } else if (impl->frames[it->second].parent != in) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "node '", item.node->name(), "' (op Enter) enters frame '", item.frame_name,
+            "' from frame ", frame_name(in), ", but other Enter nodes enter it from frame ",
+            frame_name(impl->frames[it->second].parent)));
+      }
+      out = it->second;
+      item.enter_frame = out;
+      impl->frames[out].num_enters++;
+    } else if (item.is_exit) {
+      if (in == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node '", item.node->name(),
+                         "' (op Exit) is not inside a frame: no Enter node leads to it"));
+      }
+      out = impl->frames[in].parent;
+    }
+    for (const OutEdge& e : item.out) {
+      if (frame_of[e.dst] == -1) {
+        frame_of[e.dst] = out;
+        set_by[e.dst] = item.node;
+        queue.push_back(e.dst);
+      } else if (frame_of[e.dst] != out) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "node '", items[e.dst].node->name(), "' has inputs from different frames: '",
+            item.node->name(), "' is in frame ", frame_name(out), ", '", set_by[e.dst]->name(),
+            "' in frame ", frame_name(frame_of[e.dst])));
+      }
+    }
+  }
+  for (Node* n : graph.nodes()) {
+    NodeItem& item = items[n->id()];
+    item.frame = frame_of[n->id()] < 0 ? 0 : frame_of[n->id()];
+    FrameInfo& f = impl->frames[item.frame];
+    item.local_id = static_cast<int>(f.initial_pending.size());
+    f.initial_pending.push_back(item.initial_pending);
+    item.local_input_start = f.total_inputs;
+    f.total_inputs += item.num_inputs;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams& params,
                                                            std::unique_ptr<Graph> graph) {
@@ -596,8 +705,6 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams&
   Impl& impl = *ex->impl_;
   impl.device = params.device;
   impl.items.resize(graph->num_node_ids());
-  impl.initial_pending.assign(graph->num_node_ids(), 0);
-  int next_input = 0;
   for (Node* n : graph->nodes()) {
     NodeItem& item = impl.items[n->id()];
     item.node = n;
@@ -614,15 +721,12 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams&
     item.is_transfer = n->IsSend() || n->IsRecv();
     item.num_inputs = n->num_inputs();
     item.num_outputs = n->num_outputs();
-    item.input_start = next_input;
-    next_input += item.num_inputs;
     if (item.is_enter) {
       GR_RETURN_IF_ERROR(GetAttr(NodeAttrs(n->def()), "frame_name", &item.frame_name));
       GetAttr(NodeAttrs(n->def()), "is_constant", &item.is_constant_enter).IgnoreError();
       int64_t pi = 10;
       GetAttr(NodeAttrs(n->def()), "parallel_iterations", &pi).IgnoreError();
       item.parallel_iterations = static_cast<int>(pi);
-      impl.enters_per_frame[item.frame_name]++;
     }
     int num_control = 0, num_all = 0;
     for (const Edge* e : n->in_edges()) {
@@ -630,13 +734,12 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams&
       num_control += e->IsControlEdge();
     }
     item.initial_pending = item.is_merge ? 1 + 2 * num_control : num_all;
-    impl.initial_pending[n->id()] = item.initial_pending;
     for (const Edge* e : n->out_edges()) {
       item.out.push_back({e->dst->id(), e->src_output, e->dst_input});
     }
     if (num_all == 0) impl.roots.push_back(n->id());
   }
-  impl.total_inputs = next_input;
+  GR_RETURN_IF_ERROR(BuildFrames(*graph, &impl));
   ex->graph_ = std::move(graph);
   return ex;
 }
