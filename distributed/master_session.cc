@@ -25,6 +25,14 @@ namespace graphrun {
 namespace distributed {
 namespace {
 
+// Inlining within the task's limits (--max_graph_nodes, --max_function_depth).
+LoweringOptions Lowering(const MasterEnv& env) {
+  LoweringOptions o;
+  o.max_nodes = env.limits.max_graph_nodes;
+  o.max_depth = static_cast<int>(std::min<int64_t>(env.limits.max_function_depth, 1 << 20));
+  return o;
+}
+
 using internal::CallGroup;
 
 // Grace period for cancelled calls to report back before a step returns.
@@ -101,7 +109,9 @@ absl::StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(
   std::unique_ptr<MasterSession> s(new MasterSession(env, std::move(handle)));
   s->config_ = config;
   GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def,
-                      CanonicalizeGraphDefForSession(graph, *env->op_registry));
+                      CanonicalizeGraphDefForSession(graph, *env->op_registry, Lowering(*env)));
+  // Inlined functions count: a small graph may call big ones.
+  GR_RETURN_IF_ERROR(CheckGraphSize(env->task, def, env->limits.max_graph_nodes));
   GR_RETURN_IF_ERROR(GraphFromGraphDef(def, *env->op_registry).status());
   s->graph_def_ = std::move(def);
   s->graph_version_ = 1;
@@ -170,7 +180,10 @@ absl::StatusOr<int64_t> MasterSession::Extend(const tensorflow::GraphDef& graph)
     tensorflow::GraphDef merged = graph_def_;
     for (const auto& node : graph.node()) *merged.add_node() = node;
     merged.mutable_library()->MergeFrom(graph.library());
-    GR_ASSIGN_OR_RETURN(merged, CanonicalizeGraphDefForSession(merged, *env_->op_registry));
+    GR_ASSIGN_OR_RETURN(
+        merged, CanonicalizeGraphDefForSession(merged, *env_->op_registry, Lowering(*env_)));
+    // The session's whole graph, not each extension, is one graph.
+    GR_RETURN_IF_ERROR(CheckGraphSize(env_->task, merged, env_->limits.max_graph_nodes));
     GR_RETURN_IF_ERROR(GraphFromGraphDef(merged, *env_->op_registry).status());
     graph_def_ = std::move(merged);
     version = ++graph_version_;

@@ -28,6 +28,8 @@ struct ServingLimits {
   int64_t max_sessions = 1000;          // master sessions, and worker sessions
   int64_t max_concurrent_steps = 1000;  // master RunStep calls, and worker RunGraph calls
   int64_t max_graph_nodes = 1 << 20;    // one graph (CreateSession, Extend, RegisterGraph)
+  // Function calls nested in one another (a graph's function library).
+  int64_t max_function_depth = 64;
   // Plans (registered graphs) one master session keeps, one per (feeds,
   // fetches, targets) signature; beyond it the least recently used is
   // deregistered, so a client cycling through signatures cannot grow the

@@ -666,7 +666,8 @@ absl::Status AnnotateLoweringError(const absl::Status& status,
 }
 
 absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegistry& registry,
-                                              std::vector<std::string>* warnings) {
+                                              std::vector<std::string>* warnings,
+                                              const LoweringOptions& lowering_options) {
   const tensorflow::VersionDef& v = def.versions();
   if (v.min_consumer() > kGraphDefConsumerVersion) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -684,7 +685,7 @@ absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegis
   absl::flat_hash_map<std::string, std::string> origin;
   const bool lowering = NeedsLowering(def);
   if (lowering) {
-    GR_ASSIGN_OR_RETURN(LoweredGraph lowered, LowerFunctionCalls(def, registry));
+    GR_ASSIGN_OR_RETURN(LoweredGraph lowered, LowerFunctionCalls(def, registry, lowering_options));
     out = std::move(lowered.graph_def);
     origin = std::move(lowered.origin);
   } else {
@@ -719,9 +720,10 @@ absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegis
 }
 
 absl::StatusOr<GraphDef> CanonicalizeGraphDefForSession(const GraphDef& def,
-                                                        const OpRegistry& registry) {
+                                                        const OpRegistry& registry,
+                                                        const LoweringOptions& lowering) {
   std::vector<std::string> warnings;
-  GR_ASSIGN_OR_RETURN(GraphDef out, CanonicalizeGraphDef(def, registry, &warnings));
+  GR_ASSIGN_OR_RETURN(GraphDef out, CanonicalizeGraphDef(def, registry, &warnings, lowering));
   for (const std::string& w : warnings) std::cerr << "graphrun: warning: " << w << "\n";
   return out;
 }

@@ -95,14 +95,18 @@ constexpr int kGraphDefConsumerVersion = 1766;
 // When it lowered calls, it also validates the result (GraphFromGraphDef),
 // so that an error inside a function body names the function.
 // Nodes of ops the registry does not know are left for validation to name.
+// `lowering` bounds the inlining (servers pass their --max_graph_nodes and
+// --max_function_depth).
 absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDef(const tensorflow::GraphDef& def,
                                                           const OpRegistry& registry,
-                                                          std::vector<std::string>* warnings);
+                                                          std::vector<std::string>* warnings,
+                                                          const LoweringOptions& lowering = {});
 
 // CanonicalizeGraphDef for sessions: each warning goes to stderr as one
 // line "graphrun: warning: ...".
-absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDefForSession(const tensorflow::GraphDef& def,
-                                                                    const OpRegistry& registry);
+absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDefForSession(
+    const tensorflow::GraphDef& def, const OpRegistry& registry,
+    const LoweringOptions& lowering = {});
 
 }  // namespace graphrun
 

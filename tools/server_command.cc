@@ -44,7 +44,10 @@ const FlagSet& ServerFlagSet() {
         .String("max_message_mb", "N", "largest gRPC message in MiB (default 1024)")
         .String("max_sessions", "N", "sessions open at once (default 1000)")
         .String("max_concurrent_steps", "N", "steps running at once (default 1000)")
-        .String("max_graph_nodes", "N", "nodes of one graph (default 1048576)")
+        .String("max_graph_nodes", "N",
+                "nodes of one graph, inlined function calls included (default 1048576)")
+        .String("max_function_depth", "N",
+                "function calls nested in one another in a graph (default 64)")
         .String("max_plans_per_session", "N",
                 "step signatures a session keeps planned (default 256; least recently used go)")
         .String("heartbeat_interval_ms", "N",
@@ -109,6 +112,9 @@ absl::StatusOr<distributed::ServerOptions> ParseServerArgs(absl::Span<const std:
   GR_ASSIGN_OR_RETURN(
       o.limits.max_graph_nodes,
       flags.GetInt("max_graph_nodes", o.limits.max_graph_nodes, 1, int64_t{1} << 40));
+  GR_ASSIGN_OR_RETURN(
+      o.limits.max_function_depth,
+      flags.GetInt("max_function_depth", o.limits.max_function_depth, 1, int64_t{1} << 20));
   GR_ASSIGN_OR_RETURN(
       o.limits.max_plans_per_session,
       flags.GetInt("max_plans_per_session", o.limits.max_plans_per_session, 1, int64_t{1} << 20));

@@ -352,6 +352,83 @@ node { name: "m" op: "Mul" input: "c" input: "c" device: "/job:worker/task:0"
   EXPECT_EQ(got.code(), absl::StatusCode::kUnauthenticated) << got;
 }
 
+// Function libraries count against the limits once inlined: a 2-node graph
+// whose call inlines 7 nodes is over --max_graph_nodes=4, a session's
+// graph grown past it by Extend is refused, and calls nested deeper than
+// --max_function_depth are InvalidArgument naming the function.
+TEST(ServingLimitsTest, InlinedFunctionsAndExtendsCountAgainstTheLimits) {
+  RegisterGrpcSession();
+  LocalClusterOptions o;
+  o.jobs = {{"worker", 1}};
+  o.server.limits.max_graph_nodes = 4;
+  o.server.limits.max_function_depth = 2;
+  auto cluster = LocalCluster::Start(o);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  SessionOptions so;
+  so.target = (*cluster)->target("worker", 0);
+  auto identity = [](const std::string& name, const std::string& in) {
+    return absl::StrCat("node_def { name: '", name, "' op: 'Identity' input: '", in,
+                        "' attr { key: 'T' value { type: DT_FLOAT } } }");
+  };
+  auto function = [](const std::string& name, const std::string& body, const std::string& ret) {
+    return absl::StrCat("function { signature { name: '", name,
+                        "' input_arg { name: 'x' type: DT_FLOAT } output_arg { name: 'y' type: "
+                        "DT_FLOAT } } ",
+                        body, " ret { key: 'y' value: '", ret, "' } }");
+  };
+  const std::string konst =
+      "node { name: 'p' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } } attr { key: "
+      "'value' value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }";
+  auto parse = [](const std::string& text) {
+    tensorflow::GraphDef g;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &g)) << text;
+    return g;
+  };
+
+  // Six Identity nodes behind one call.
+  std::string body;
+  for (int i = 0; i < 6; ++i)
+    body += identity(absl::StrCat("i", i), i == 0 ? "x" : absl::StrCat("i", i - 1, ":output:0"));
+  tensorflow::GraphDef wide =
+      parse(absl::StrCat(konst, " node { name: 'call' op: 'six' input: 'p' } library { ",
+                         function("six", body, "i5:output:0"), " }"));
+  ASSERT_EQ(wide.node_size(), 2);
+  auto a = NewSession(so);
+  ASSERT_TRUE(a.ok());
+  absl::Status st = (*a)->Create(wide);
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("inlining function calls makes more than 4 nodes"));
+
+  // Three extensions of two nodes each: each is small, the graph is not.
+  auto b = NewSession(so);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE((*b)->Create(parse(konst + " node { name: 'q' op: 'NoOp' }")).ok());
+  absl::Status ext =
+      (*b)->Extend(parse("node { name: 'r' op: 'NoOp' } node { name: 's' op: 'NoOp' }"));
+  ASSERT_TRUE(ext.ok()) << ext;
+  ext = (*b)->Extend(parse("node { name: 't' op: 'NoOp' }"));
+  EXPECT_EQ(ext.code(), absl::StatusCode::kResourceExhausted) << ext;
+  EXPECT_THAT(std::string(ext.message()),
+              HasSubstr("a graph of 5 nodes is over the limit of 4 (--max_graph_nodes)"));
+  // The refused extension left the session as it was.
+  auto ran = (*b)->Run({}, {"p"}, {"s"});
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_EQ((*ran)[0].scalar<float>(), 1.0f);
+
+  // f1 -> f2 -> f3: three levels, the limit is two.
+  tensorflow::GraphDef deep =
+      parse(absl::StrCat(konst, " node { name: 'call' op: 'f1' input: 'p' } library { ",
+                         function("f1", "node_def { name: 'c' op: 'f2' input: 'x' }", "c:y:0"), " ",
+                         function("f2", "node_def { name: 'c' op: 'f3' input: 'x' }", "c:y:0"), " ",
+                         function("f3", identity("i", "x"), "i:output:0"), " }"));
+  auto c = NewSession(so);
+  ASSERT_TRUE(c.ok());
+  st = (*c)->Create(deep);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("function 'f3': calls nest deeper than 2"));
+}
+
 }  // namespace
 }  // namespace distributed
 }  // namespace graphrun
