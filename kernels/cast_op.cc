@@ -1,7 +1,11 @@
-// The Cast kernel: every pair of the numeric types, bool, half and
-// bfloat16 (graph/ops/math_ops.cc). Float-to-integer casts saturate (C++
-// leaves them undefined); half and bfloat16 go through float; Truncate
-// rounds bfloat16 toward zero.
+// The Cast kernel: every pair of the numeric types (signed and unsigned
+// integers of every width, float, double, half, bfloat16, complex64,
+// complex128) and bool (graph/ops/math_ops.cc). Float-to-integer casts
+// saturate (C++ leaves them undefined); half and bfloat16 go through float;
+// Truncate rounds bfloat16 toward zero. As in TensorFlow, a complex number
+// cast to a real type keeps its real part (to bool: true unless both parts
+// are zero), and a real one becomes complex with a zero imaginary part.
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -15,9 +19,26 @@
 namespace graphrun {
 namespace {
 
+template <typename T>
+struct IsComplex : std::false_type {};
+template <typename T>
+struct IsComplex<std::complex<T>> : std::true_type {};
+
 template <typename D, typename S>
 inline D ConvertValue(S v, bool truncate) {
-  if constexpr (std::is_same_v<S, Half>) {
+  if constexpr (IsComplex<S>::value) {
+    if constexpr (IsComplex<D>::value) {
+      using R = typename D::value_type;
+      return D(static_cast<R>(v.real()), static_cast<R>(v.imag()));
+    } else if constexpr (std::is_same_v<D, bool>) {
+      return v != S(0);
+    } else {
+      return ConvertValue<D>(v.real(), truncate);
+    }
+  } else if constexpr (IsComplex<D>::value) {
+    using R = typename D::value_type;
+    return D(ConvertValue<R>(v, truncate), R(0));
+  } else if constexpr (std::is_same_v<S, Half>) {
     return ConvertValue<D>(HalfToFloat(v.bits), truncate);
   } else if constexpr (std::is_same_v<S, BFloat16>) {
     return ConvertValue<D>(BFloat16ToFloat(v.bits), truncate);
@@ -68,8 +89,11 @@ void CastLoop(const void* in, void* out, int64_t n, bool truncate) {
 #define GR_CAST_TYPES_(M)                                     \
   M(float, DT_FLOAT) M(double, DT_DOUBLE) M(int32_t, DT_INT32) \
   M(int64_t, DT_INT64) M(uint8_t, DT_UINT8) M(int8_t, DT_INT8) \
-  M(int16_t, DT_INT16) M(bool, DT_BOOL) M(Half, DT_HALF)       \
-  M(BFloat16, DT_BFLOAT16)
+  M(int16_t, DT_INT16) M(uint16_t, DT_UINT16)                  \
+  M(uint32_t, DT_UINT32) M(uint64_t, DT_UINT64) M(bool, DT_BOOL) \
+  M(Half, DT_HALF) M(BFloat16, DT_BFLOAT16)                    \
+  M(std::complex<float>, DT_COMPLEX64)                         \
+  M(std::complex<double>, DT_COMPLEX128)
 // clang-format on
 
 template <typename S>

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -404,6 +405,55 @@ TEST(CwiseOpsTest, CastBFloat16TruncateVersusRound) {
   auto tr = trunc.Run();
   ASSERT_TRUE(tr.ok()) << tr.status();
   EXPECT_EQ((*tr)[0].base<uint16_t>()[0], 0x3F80);
+}
+
+// TensorFlow's rules: real part to real types, both parts to bool, a zero
+// imaginary part from real types; complex64 <-> complex128 per part.
+TEST(CwiseOpsTest, CastComplex) {
+  using C64 = std::complex<float>;
+  using C128 = std::complex<double>;
+  Tensor c(DT_COMPLEX64, TensorShape({4}));
+  C64* cv = c.base<C64>();
+  cv[0] = C64(1.5f, -2.0f);
+  cv[1] = C64(0.0f, 3.0f);
+  cv[2] = C64(0.0f, 0.0f);
+  cv[3] = C64(-7.75f, 0.5f);
+  OpTester to_float("Cast");
+  to_float.Attr("SrcT", DT_COMPLEX64).Attr("DstT", DT_FLOAT).Input(c);
+  ExpectOutput(to_float, F({1.5f, 0.0f, 0.0f, -7.75f}, {4}));
+  OpTester to_int("Cast");
+  to_int.Attr("SrcT", DT_COMPLEX64).Attr("DstT", DT_INT32).Input(c);
+  ExpectOutput(to_int, I32({1, 0, 0, -7}, {4}));
+  OpTester to_bool("Cast");
+  to_bool.Attr("SrcT", DT_COMPLEX64).Attr("DstT", DT_BOOL).Input(c);
+  ExpectOutput(to_bool, B({true, true, false, true}, {4}));
+
+  OpTester wide("Cast");
+  wide.Attr("SrcT", DT_COMPLEX64).Attr("DstT", DT_COMPLEX128).Input(c);
+  auto w = wide.Run();
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ((*w)[0].dtype(), DT_COMPLEX128);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ((*w)[0].base<C128>()[i], C128(cv[i].real(), cv[i].imag())) << i;
+  }
+
+  OpTester from_int("Cast");
+  from_int.Attr("SrcT", DT_INT32).Attr("DstT", DT_COMPLEX128).Input(I32({-3, 5}, {2}));
+  auto fi = from_int.Run();
+  ASSERT_TRUE(fi.ok()) << fi.status();
+  EXPECT_EQ((*fi)[0].base<C128>()[0], C128(-3.0, 0.0));
+  EXPECT_EQ((*fi)[0].base<C128>()[1], C128(5.0, 0.0));
+}
+
+TEST(CwiseOpsTest, CastUnsignedWidths) {
+  OpTester t("Cast");
+  t.Attr("SrcT", DT_FLOAT).Attr("DstT", DT_UINT16).Input(F({-1.0f, 65535.0f, 1e9f, 7.9f}, {4}));
+  ExpectOutput(t, Tensor::FromVector<uint16_t>({0, 65535, 65535, 7}));
+  OpTester u64("Cast");
+  u64.Attr("SrcT", DT_INT64)
+      .Attr("DstT", DT_UINT64)
+      .Input(Tensor::FromVector<int64_t>({int64_t{1} << 40, 3}));
+  ExpectOutput(u64, Tensor::FromVector<uint64_t>({uint64_t{1} << 40, 3}));
 }
 
 TEST(CwiseOpsTest, CastToSameTypeSharesTheBuffer) {

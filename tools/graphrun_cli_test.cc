@@ -194,6 +194,20 @@ TEST(GraphrunCliTest, HalfBfloat16AndComplexCompute) {
                "\"values\": [[-1, 3], [4, 2]]}}}\n");
 }
 
+TEST(GraphrunCliTest, ComplexFeedsAndCasts) {
+  ExpectOutput({"run", Tf2("complex_feed.pbtxt"), "--feed", "z=[[1, 2], [3, -4]]", "--fetch", "re",
+                "--fetch", "w", "--fetch", "zz", "--format=json"},
+               "{\"fetches\": {\"re:0\": {\"dtype\": \"DT_FLOAT\", \"shape\": [2], \"values\": [1, "
+               "3]}, \"w:0\": {\"dtype\": \"DT_COMPLEX128\", \"shape\": [2], \"values\": [[1, 2], "
+               "[3, -4]]}, \"zz:0\": {\"dtype\": \"DT_COMPLEX64\", \"shape\": [2], \"values\": "
+               "[[-3, 4], [-7, -24]]}}}\n");
+  Result bad =
+      Graphrun({"run", Tf2("complex_feed.pbtxt"), "--feed", "z=[1, 2, 3]", "--fetch", "re"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("InvalidArgument: feed 'z:0': a complex64 value is a [real, "
+                                 "imag] pair or nested arrays of them"));
+}
+
 TEST(GraphrunCliTest, StringsEndToEnd) {
   ExpectOutput({"run", Tf2("strings.pbtxt"), "--feed", "greeting=[\"hello\",\"goodbye\"]",
                 "--fetch", "joined", "--fetch", "suffix"},

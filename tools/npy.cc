@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -22,18 +23,19 @@ struct DescrEntry {
   DataType dtype;
 };
 constexpr DescrEntry kDescrs[] = {
-    {"f2", DT_HALF},   {"f4", DT_FLOAT},  {"f8", DT_DOUBLE}, {"i1", DT_INT8},
-    {"i2", DT_INT16},  {"i4", DT_INT32},  {"i8", DT_INT64},  {"u1", DT_UINT8},
-    {"u2", DT_UINT16}, {"u4", DT_UINT32}, {"u8", DT_UINT64}, {"b1", DT_BOOL},
+    {"f2", DT_HALF},      {"f4", DT_FLOAT},       {"f8", DT_DOUBLE}, {"i1", DT_INT8},
+    {"i2", DT_INT16},     {"i4", DT_INT32},       {"i8", DT_INT64},  {"u1", DT_UINT8},
+    {"u2", DT_UINT16},    {"u4", DT_UINT32},      {"u8", DT_UINT64}, {"b1", DT_BOOL},
+    {"c8", DT_COMPLEX64}, {"c16", DT_COMPLEX128},
 };
 
 absl::StatusOr<DataType> DescrToDataType(absl::string_view descr) {
-  if (descr.size() == 3) {
+  if (descr.size() == 3 || descr.size() == 4) {
     char order = descr[0];
     absl::string_view code = descr.substr(1);
     for (const DescrEntry& e : kDescrs) {
       if (code != e.code) continue;
-      bool one_byte = code[1] == '1';
+      bool one_byte = code.size() == 2 && code[1] == '1';
       if (order == '<' || order == '=' || (one_byte && order == '|')) return e.dtype;
       if (order == '>' && !one_byte) {
         return absl::InvalidArgumentError(
@@ -47,7 +49,8 @@ absl::StatusOr<DataType> DescrToDataType(absl::string_view descr) {
 absl::StatusOr<std::string> DataTypeToDescr(DataType dtype) {
   for (const DescrEntry& e : kDescrs) {
     if (e.dtype == dtype) {
-      return absl::StrCat(e.code[1] == '1' ? "|" : "<", e.code);
+      const bool one_byte = std::string_view(e.code).size() == 2 && e.code[1] == '1';
+      return absl::StrCat(one_byte ? "|" : "<", e.code);
     }
   }
   return absl::InvalidArgumentError(

@@ -1,5 +1,6 @@
 #include "tools/npy.h"
 
+#include <complex>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -93,6 +94,8 @@ TEST(NpyTest, EveryDtypeRoundTrips) {
       Tensor::FromVector<bool>({true, false, true}),
       Tensor::Scalar<float>(42),
       Tensor(DT_FLOAT, TensorShape({0, 4})),
+      Tensor::FromVector<std::complex<float>>({{1.5f, -2.0f}, {0.0f, 3.0f}}),
+      Tensor::FromVector<std::complex<double>>({{0.1, -1e300}}),
   };
   for (const Tensor& t : tensors) {
     auto bytes = EncodeNpy(t);
@@ -121,6 +124,10 @@ TEST(NpyTest, EncodesExactlyTheSpecHeader) {
   auto scalar = EncodeNpy(Tensor::Scalar<double>(1));
   ASSERT_TRUE(scalar.ok());
   EXPECT_THAT(*scalar, HasSubstr("{'descr': '<f8', 'fortran_order': False, 'shape': (), }"));
+  // numpy's complex128 is '<c16' (three characters of code).
+  auto c = EncodeNpy(Tensor::FromVector<std::complex<double>>({{1, 2}}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(*c, HasSubstr("{'descr': '<c16', 'fortran_order': False, 'shape': (1,), }"));
 }
 
 TEST(NpyTest, FileRoundTrip) {

@@ -2,8 +2,10 @@
 
 #include <cerrno>
 #include <cmath>
+#include <complex>
 #include <cstdlib>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -223,8 +225,38 @@ absl::StatusOr<Tensor> TensorFromJson(const JsonValue& value, DataType dtype) {
   FindShape(value, &dims);
   std::vector<const JsonValue*> leaves;
   GR_RETURN_IF_ERROR(CollectLeaves(value, dims, 0, &leaves));
+  const bool complex = dtype == DT_COMPLEX64 || dtype == DT_COMPLEX128;
+  if (complex) {
+    // Each element is a [real, imag] pair, as TensorToJson prints it.
+    if (dims.empty() || dims.back() != 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a ", DataTypeString(dtype),
+                       " value is a [real, imag] pair or nested arrays of them, got ",
+                       value.Serialize().substr(0, 80)));
+    }
+    dims.pop_back();
+  }
   GR_ASSIGN_OR_RETURN(TensorShape shape, TensorShape::Make(dims));
   Tensor t(dtype, shape);
+  auto fill_complex = [&](auto zero) -> absl::Status {
+    using C = decltype(zero);
+    C* out = t.base<C>();
+    for (size_t i = 0; i + 1 < leaves.size(); i += 2) {
+      using R = typename C::value_type;
+      // complex64's parts are read as floats directly (one rounding).
+      auto part = [&](const JsonValue& v) -> absl::StatusOr<R> {
+        if constexpr (std::is_same_v<R, float>) {
+          return ToFloat(v, dtype);
+        } else {
+          return ToDouble(v, dtype);
+        }
+      };
+      GR_ASSIGN_OR_RETURN(R re, part(*leaves[i]));
+      GR_ASSIGN_OR_RETURN(R im, part(*leaves[i + 1]));
+      out[i / 2] = C(re, im);
+    }
+    return absl::OkStatus();
+  };
   auto as = [dtype](auto conv) {
     return [dtype, conv](const JsonValue& v) { return conv(v, dtype); };
   };
@@ -275,6 +307,12 @@ absl::StatusOr<Tensor> TensorFromJson(const JsonValue& value, DataType dtype) {
       break;
     case DT_BOOL:
       GR_RETURN_IF_ERROR(Fill<bool>(leaves, &t, as(ToBool)));
+      break;
+    case DT_COMPLEX64:
+      GR_RETURN_IF_ERROR(fill_complex(std::complex<float>()));
+      break;
+    case DT_COMPLEX128:
+      GR_RETURN_IF_ERROR(fill_complex(std::complex<double>()));
       break;
     case DT_STRING:
       GR_RETURN_IF_ERROR(

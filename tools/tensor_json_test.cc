@@ -1,6 +1,7 @@
 #include "tools/tensor_json.h"
 
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <string>
 #include <vector>
@@ -154,6 +155,28 @@ TEST(TensorFromJsonTest, EmptyArrays) {
   auto t2 = TensorFromJsonText("[[], []]", DT_INT32);
   ASSERT_TRUE(t2.ok());
   EXPECT_THAT(Dims(*t2), ElementsAre(2, 0));
+}
+
+// Complex values are [real, imag] pairs, as TensorToJson prints them.
+TEST(TensorFromJsonTest, ComplexPairs) {
+  auto c = TensorFromJsonText("[[1.5, -2], [0, \"Infinity\"]]", DT_COMPLEX64);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(Dims(*c), ElementsAre(2));
+  EXPECT_EQ(c->base<std::complex<float>>()[0], std::complex<float>(1.5f, -2.0f));
+  EXPECT_EQ(c->base<std::complex<float>>()[1].imag(), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(TensorToJson(*c),
+            "{\"dtype\": \"DT_COMPLEX64\", \"shape\": [2], \"values\": [[1.5, -2], [0, "
+            "\"Infinity\"]]}");
+  auto scalar = TensorFromJsonText("[0.1, 3]", DT_COMPLEX128);
+  ASSERT_TRUE(scalar.ok()) << scalar.status();
+  EXPECT_EQ(scalar->dims(), 0);
+  EXPECT_EQ(scalar->base<std::complex<double>>()[0], std::complex<double>(0.1, 3.0));
+  EXPECT_THAT(std::string(TensorFromJsonText("[1, 2, 3]", DT_COMPLEX64).status().message()),
+              HasSubstr("a complex64 value is a [real, imag] pair or nested arrays of them, got"));
+  EXPECT_EQ(TensorFromJsonText("2", DT_COMPLEX128).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TensorFromJsonText("[1, true]", DT_COMPLEX64).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TensorJsonTest, RoundTripIsExact) {
