@@ -560,7 +560,13 @@ TEST(GraphrunCliTest, ShowSavedModelLikeSavedModelCli) {
                "        dtype: DT_FLOAT\n"
                "        shape: (-1, 2)\n"
                "        name: StatefulPartitionedCall:0\n"
-               "  Method name is: tensorflow/serving/predict\n");
+               "  Method name is: tensorflow/serving/predict\n"
+               "\nConcrete Functions:\n"
+               "  Function Name: '__call__'\n"
+               "    Option #1\n"
+               "      Callable with:\n"
+               "        Argument #1\n"
+               "          x: TensorSpec(shape=(None, 2), dtype=tf.float32, name='x')\n");
   ExpectError({"show", TempPath("no_such_model")}, 1,
               "NotFound: '" + TempPath("no_such_model") +
                   "' is not a SavedModel: no saved_model.pb or saved_model.pbtxt\n");
