@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,8 @@
 #include "kernels/all_kernels.h"
 #include "kernels/array_util.h"
 #include "kernels/onednn_conv_internal.h"
+#include "kernels/onednn_util.h"
+#include "oneapi/dnnl/dnnl.h"
 
 namespace graphrun {
 namespace {
@@ -200,6 +203,21 @@ class BatchMatMulOp : public OpKernel {
       const T* a = xp + xo * m * k;
       const T* bm = yp + yo * k * n;
       T* c = op + b * m * n;
+      if constexpr (std::is_same_v<T, float>) {
+        // oneDNN's row-major sgemm, as MatMul (the leading dimension is the
+        // stored row length).
+        if (b == 0) LimitOneDnnThreads(ctx->intra_op_parallelism());
+        dnnl_status_t st = dnnl_sgemm(adj_x_ ? 'T' : 'N', adj_y_ ? 'T' : 'N', m, n, k, 1.0f, a,
+                                      adj_x_ ? m : k, bm, adj_y_ ? k : n, 0.0f, c, n);
+        if (st != dnnl_success) {
+          return Error(absl::StrCat("dnnl_sgemm failed, status ", static_cast<int>(st)));
+        }
+        for (int i = br - 1; i >= 0; --i) {
+          if (++idx[i] < batch[i]) break;
+          idx[i] = 0;
+        }
+        continue;
+      }
       std::fill(c, c + m * n, T{0});
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t p = 0; p < k; ++p) {

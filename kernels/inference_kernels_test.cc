@@ -107,6 +107,58 @@ TEST(BatchMatMulTest, Adjoints) {
   Expect(TS<float>({6, 8, 8, 10}, TensorShape({1, 2, 2})), Run1(t));
 }
 
+// Float goes through oneDNN's sgemm per batch, double through the plain
+// loop: both against a reference, with broadcast on both sides and each
+// adjoint.
+TEST(BatchMatMulTest, MatchesReferenceOverBroadcastBatches) {
+  for (bool adj_x : {false, true}) {
+    for (bool adj_y : {false, true}) {
+      const int64_t m = 5, k = 7, n = 6;
+      // x [3, 1, m, k] (or [3, 1, k, m]), y [4, k, n] (or [4, n, k]).
+      TensorShape xs = adj_x ? TensorShape({3, 1, k, m}) : TensorShape({3, 1, m, k});
+      TensorShape ys = adj_y ? TensorShape({4, n, k}) : TensorShape({4, k, n});
+      std::vector<float> xv(xs.num_elements()), yv(ys.num_elements());
+      for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>((i * 7) % 11) - 5.0f;
+      for (size_t i = 0; i < yv.size(); ++i) yv[i] = static_cast<float>((i * 5) % 13) * 0.25f;
+      std::vector<float> want(3 * 4 * m * n, 0.0f);
+      for (int64_t b0 = 0; b0 < 3; ++b0) {
+        for (int64_t b1 = 0; b1 < 4; ++b1) {
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              double acc = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                float a = adj_x ? xv[b0 * k * m + p * m + i] : xv[b0 * m * k + i * k + p];
+                float bb = adj_y ? yv[b1 * n * k + j * k + p] : yv[b1 * k * n + p * n + j];
+                acc += static_cast<double>(a) * bb;
+              }
+              want[((b0 * 4 + b1) * m + i) * n + j] = static_cast<float>(acc);
+            }
+          }
+        }
+      }
+      for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+        OpTester t("BatchMatMulV2");
+        t.Attr("T", dt).Attr("adj_x", adj_x).Attr("adj_y", adj_y);
+        if (dt == DT_FLOAT) {
+          t.Input(TS<float>(xv, xs)).Input(TS<float>(yv, ys));
+        } else {
+          t.Input(TS<double>(std::vector<double>(xv.begin(), xv.end()), xs))
+              .Input(TS<double>(std::vector<double>(yv.begin(), yv.end()), ys));
+        }
+        auto out = t.Run();
+        ASSERT_TRUE(out.ok()) << out.status();
+        const Tensor& o = (*out)[0];
+        ASSERT_EQ(o.shape(), TensorShape({3, 4, m, n}));
+        for (size_t i = 0; i < want.size(); ++i) {
+          const double got = dt == DT_FLOAT ? o.base<float>()[i] : o.base<double>()[i];
+          // Small integers and quarters: exact in both types.
+          ASSERT_EQ(got, want[i]) << "adj_x " << adj_x << " adj_y " << adj_y << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(BatchMatMulTest, MismatchesAreErrors) {
   OpTester t("BatchMatMulV2");
   t.Attr("T", DT_FLOAT)
