@@ -6,8 +6,10 @@
 #      long MLP/CNN training tests, which take minutes even unsanitized),
 #      in a separate Bazel output base so the normal build stays cached
 #      (SANITIZERS=0 skips);
-#   3. a bounded libFuzzer run over GraphDef loading, validation, placement
-#      and partitioning (FUZZ_SECONDS, default 60; 0 skips).
+#   3. a bounded libFuzzer run of every target in scripts/fuzz.sh (GraphDef
+#      loading and placement, TensorProto, IDX, checkpoints, worker and
+#      master RPC handlers, data channel frames; FUZZ_SECONDS, default 60
+#      in all, at least 10 s each; 0 skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
