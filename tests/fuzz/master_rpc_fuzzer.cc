@@ -7,8 +7,8 @@
 // fetches, targets, options and handles are the fuzzer's; a request whose
 // session_handle is empty goes to the session the last CreateSession made,
 // so later requests reach a live session. Every request must end with a
-// Status (a step that waits is cancelled after 200 ms), never a crash,
-// hang or sanitizer report.
+// Status (a step still running after 200 ms is cancelled, as a client that
+// goes away cancels its call), never a crash, hang or sanitizer report.
 //
 // Input: records of [1 byte: request kind][2 bytes little-endian: length]
 // [length bytes: the request].
@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -112,14 +113,20 @@ void Call(CallOptions* opts, Start start) {
     absl::Status status;
   };
   auto done = std::make_shared<Done>();
-  start([done](const absl::Status& s) {
-    done->status = s;
-    done->n.Notify();
+  // On its own thread: the master runs a step on the caller's thread until
+  // it ends (a gRPC handler's), and a step may run until cancelled (a
+  // while loop over a fed bound, a dequeue).
+  std::thread caller([&] {
+    start([done](const absl::Status& s) {
+      done->status = s;
+      done->n.Notify();
+    });
   });
   if (!done->n.WaitForNotificationWithTimeout(absl::Milliseconds(200)) && opts != nullptr) {
     opts->StartCancel();
   }
   done->n.WaitForNotification();
+  caller.join();
   static const bool verbose = std::getenv("MASTER_RPC_FUZZER_VERBOSE") != nullptr;
   if (verbose) std::fprintf(stderr, "master_rpc_fuzzer: %s\n", done->status.ToString().c_str());
 }
