@@ -55,6 +55,15 @@ inline constexpr int64_t kConnectRetryMs = 2000;
 std::chrono::system_clock::time_point ConnectRetryDeadline(
     std::chrono::system_clock::time_point deadline);
 
+// The status a retried call reports: the retry's, unless it too failed to
+// reach the peer (not sent, or out of time waiting to connect); then the
+// first error stands.
+inline const grpc::Status& AfterConnectRetry(const grpc::Status& first, const grpc::Status& retry) {
+  const bool unreached =
+      retry.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || NotSent(retry);
+  return unreached ? first : retry;
+}
+
 // Runs the blocking call `fn(grpc::ClientContext*)` with `deadline`
 // (time_point::max(): none) and, when gRPC did not send it, once more,
 // waiting for the channel to connect. The first error stands when the
@@ -71,9 +80,7 @@ grpc::Status CallWithConnectRetry(std::chrono::system_clock::time_point deadline
   grpc::ClientContext ctx;
   ctx.set_wait_for_ready(true);
   ctx.set_deadline(ConnectRetryDeadline(deadline));
-  grpc::Status second = fn(&ctx);
-  if (second.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || NotSent(second)) return first;
-  return second;
+  return AfterConnectRetry(first, fn(&ctx));
 }
 
 // How RecvTensor reaches a peer.

@@ -17,21 +17,21 @@ class RecvTensorReactor : public grpc::ClientReadReactor<RecvTensorChunk> {
  public:
   RecvTensorReactor(std::string who, int64_t max_tensor_bytes, CallOptions* opts,
                     RecvTensorResult* result, StatusCallback done,
-                    std::shared_ptr<grpc::Channel> channel)
+                    std::shared_ptr<WorkerService::Stub> stub)
       : who_(std::move(who)),
         max_tensor_bytes_(max_tensor_bytes),
         opts_(opts),
         result_(result),
         done_(std::move(done)),
-        channel_(std::move(channel)) {}
+        stub_(std::move(stub)) {}
 
-  void Start(WorkerService::Stub* stub, const RecvTensorRequest& request) {
+  void Start(const RecvTensorRequest& request) {
     request_ = request;
     deadline_ = opts_ != nullptr && opts_->timeout_ms() > 0
                     ? DeadlineAfterMs(opts_->timeout_ms())
                     : std::chrono::system_clock::time_point::max();
     if (deadline_ != std::chrono::system_clock::time_point::max()) ctx_.set_deadline(deadline_);
-    Issue(stub);
+    Issue();
   }
 
  private:
@@ -45,12 +45,11 @@ class RecvTensorReactor : public grpc::ClientReadReactor<RecvTensorChunk> {
     retried_ = true;
     ctx_.set_wait_for_ready(true);
     ctx_.set_deadline(ConnectRetryDeadline(deadline_));
-    retry_stub_ = WorkerService::NewStub(channel_);
-    Issue(retry_stub_.get());
+    Issue();
   }
 
-  void Issue(WorkerService::Stub* stub) {
-    stub->async()->RecvTensor(&ctx_, &request_, this);
+  void Issue() {
+    stub_->async()->RecvTensor(&ctx_, &request_, this);
     if (opts_ != nullptr) opts_->SetCancelCallback([this] { ctx_.TryCancel(); });
     StartRead(&chunk_);
     StartCall();
@@ -71,18 +70,15 @@ class RecvTensorReactor : public grpc::ClientReadReactor<RecvTensorChunk> {
     if (opts_ != nullptr) opts_->ClearCancelCallback();
     if (!retried_ && error_.ok() && !have_meta_ && NotSent(status) &&
         (opts_ == nullptr || !opts_->cancelled())) {
-      auto* retry = new RecvTensorReactor(who_, max_tensor_bytes_, opts_, result_, std::move(done_),
-                                          channel_);
+      auto* retry =
+          new RecvTensorReactor(who_, max_tensor_bytes_, opts_, result_, std::move(done_), stub_);
       retry->StartRetry(*this, status);
       delete this;
       return;
     }
     absl::Status s = error_;
     if (s.ok()) {
-      const bool first_stands =
-          retried_ &&
-          (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || NotSent(status));
-      s = FromGrpcStatus(first_stands ? first_status_ : status, who_);
+      s = FromGrpcStatus(retried_ ? AfterConnectRetry(first_status_, status) : status, who_);
     }
     if (s.ok() && !have_meta_) {
       s = absl::DataLossError(absl::StrCat(who_, ": RecvTensor stream ended without a tensor"));
@@ -148,8 +144,7 @@ class RecvTensorReactor : public grpc::ClientReadReactor<RecvTensorChunk> {
   CallOptions* const opts_;
   RecvTensorResult* const result_;
   StatusCallback done_;
-  const std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<WorkerService::Stub> retry_stub_;
+  const std::shared_ptr<WorkerService::Stub> stub_;  // the client's
   std::chrono::system_clock::time_point deadline_;
   bool retried_ = false;
   grpc::Status first_status_;
@@ -222,9 +217,7 @@ class UnaryCall {
       Start();
       return;
     }
-    const bool first_stands =
-        retried_ && (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || NotSent(s));
-    absl::Status status = FromGrpcStatus(first_stands ? first_ : s, who_);
+    absl::Status status = FromGrpcStatus(retried_ ? AfterConnectRetry(first_, s) : s, who_);
     StatusCallback done = std::move(done_);
     delete this;
     done(status);
@@ -329,8 +322,8 @@ void GrpcWorkerClient::RecvTensorAsync(CallOptions* opts, const RecvTensorReques
   }
   num_grpc_.fetch_add(1);
   auto* reactor = new RecvTensorReactor(who_, options_.data.max_tensor_bytes, opts, response,
-                                        counted("grpc", std::move(done)), channel_);
-  reactor->Start(stub_.get(), request);
+                                        counted("grpc", std::move(done)), stub_);
+  reactor->Start(request);
 }
 
 absl::StatusOr<std::shared_ptr<DataConnection>> GrpcWorkerClient::DataConnectionForRecv() {

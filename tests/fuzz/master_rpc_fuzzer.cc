@@ -16,27 +16,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
+#include <vector>
 
-#include "absl/synchronization/notification.h"
-#include "absl/time/time.h"
 #include "distributed/master.h"
-#include "distributed/worker.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/stubs/logging.h"
-#include "google/protobuf/text_format.h"
-#include "graph/memory_budget.h"
-#include "graph/ops/all_ops.h"
-#include "kernels/all_kernels.h"
+#include "tests/fuzz/rpc_fuzz_util.h"
 
 namespace graphrun {
 namespace distributed {
 namespace {
 
-constexpr char kTask[] = "/job:worker/replica:0/task:0";
+using fuzz::kTask;
 
 // The cluster: this task only.
 class OwnTask : public WorkerCacheInterface {
@@ -53,30 +44,13 @@ class OwnTask : public WorkerCacheInterface {
 };
 
 struct Task {
-  std::unique_ptr<DeviceMgr> devices;
-  std::unique_ptr<ThreadPool> pool;
   OwnTask cluster;
-  WorkerEnv env;
-  std::unique_ptr<Worker> worker;
+  fuzz::FuzzWorker task{&cluster};
   MasterEnv master_env;
   std::unique_ptr<Master> master;
 
   Task() {
-    DeviceMgrOptions dm;
-    dm.job = "worker";
-    dm.num_cpus = 2;
-    dm.intra_op_threads = 1;
-    devices = *DeviceMgr::NewLocal(dm);
-    pool = std::make_unique<ThreadPool>("fuzz", 2);
-    env.task = kTask;
-    env.device_mgr = devices.get();
-    env.op_registry = &DefaultOpRegistry();
-    env.kernel_registry = &DefaultKernelRegistry();
-    env.inter_op_pool = pool.get();
-    env.worker_cache = &cluster;
-    env.limits.max_graph_nodes = 256;
-    worker = std::make_unique<Worker>(&env);
-    cluster.set(worker.get());
+    cluster.set(task.worker.get());
     master_env.task = kTask;
     master_env.worker_cache = &cluster;
     master_env.op_registry = &DefaultOpRegistry();
@@ -90,45 +64,13 @@ struct Task {
   ~Task() { master.reset(); }  // its sessions close on the worker
 };
 
-template <typename Proto>
-bool Decode(absl::string_view bytes, Proto* p) {
-  if (p->ParseFromString(std::string(bytes))) return true;
-  struct Silent : google::protobuf::io::ErrorCollector {
-    void AddError(int, int, const std::string&) override {}
-  } silent;
-  google::protobuf::TextFormat::Parser text;
-  text.RecordErrorsTo(&silent);
-  return text.ParseFromString(std::string(bytes), p);
-}
-
-// Runs one asynchronous call; cancels it if it has not ended in 200 ms,
-// then waits for it (a call that never ends is a finding: libFuzzer's
-// -timeout).
-// With MASTER_RPC_FUZZER_VERBOSE set, each call's status goes to stderr
-// (to check that seeds reach what they mean to).
+// fuzz::Call; with MASTER_RPC_FUZZER_VERBOSE set, each call's status goes
+// to stderr (to check that seeds reach what they mean to).
 template <typename Start>
 void Call(CallOptions* opts, Start start) {
-  struct Done {
-    absl::Notification n;
-    absl::Status status;
-  };
-  auto done = std::make_shared<Done>();
-  // On its own thread: the master runs a step on the caller's thread until
-  // it ends (a gRPC handler's), and a step may run until cancelled (a
-  // while loop over a fed bound, a dequeue).
-  std::thread caller([&] {
-    start([done](const absl::Status& s) {
-      done->status = s;
-      done->n.Notify();
-    });
-  });
-  if (!done->n.WaitForNotificationWithTimeout(absl::Milliseconds(200)) && opts != nullptr) {
-    opts->StartCancel();
-  }
-  done->n.WaitForNotification();
-  caller.join();
+  absl::Status s = fuzz::Call(opts, std::move(start));
   static const bool verbose = std::getenv("MASTER_RPC_FUZZER_VERBOSE") != nullptr;
-  if (verbose) std::fprintf(stderr, "master_rpc_fuzzer: %s\n", done->status.ToString().c_str());
+  if (verbose) std::fprintf(stderr, "master_rpc_fuzzer: %s\n", s.ToString().c_str());
 }
 
 }  // namespace
@@ -138,13 +80,7 @@ void Call(CallOptions* opts, Start start) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace graphrun;
   using namespace graphrun::distributed;
-  static const bool limited = [] {
-    SetMemoryLimits(int64_t{512} << 20, int64_t{64} << 20);
-    // Malformed strings are expected by the thousand: no log line each.
-    google::protobuf::SetLogHandler(nullptr);
-    return true;
-  }();
-  (void)limited;
+  fuzz::SetUpProcess();
   if (size > (1 << 15)) return 0;
   Task task;
   Master* m = task.master.get();
@@ -152,15 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto route = [&last](auto* req) {
     if (req->session_handle().empty()) req->set_session_handle(last);
   };
-  size_t pos = 0;
-  for (int n = 0; n < 8 && pos + 3 <= size; ++n) {
-    const uint8_t kind = data[pos];
-    uint16_t len = 0;
-    std::memcpy(&len, data + pos + 1, 2);
-    pos += 3;
-    if (len > size - pos) len = static_cast<uint16_t>(size - pos);
-    absl::string_view bytes(reinterpret_cast<const char*>(data) + pos, len);
-    pos += len;
+  fuzz::ForEachRecord(data, size, [&](uint8_t kind, absl::string_view bytes) {
+    using fuzz::Decode;
     switch (kind % 6) {
       case 0: {
         CreateSessionRequest req;
@@ -211,6 +140,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
     }
-  }
+  });
   return 0;
 }

@@ -11,25 +11,17 @@
 // [length bytes: the request].
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "absl/synchronization/notification.h"
-#include "absl/time/time.h"
-#include "distributed/worker.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/stubs/logging.h"
-#include "google/protobuf/text_format.h"
-#include "graph/memory_budget.h"
-#include "graph/ops/all_ops.h"
-#include "kernels/all_kernels.h"
+#include "tests/fuzz/rpc_fuzz_util.h"
 
 namespace graphrun {
 namespace distributed {
 namespace {
 
-constexpr char kTask[] = "/job:worker/replica:0/task:0";
+using fuzz::kTask;
 
 // Peers: none reachable (a fuzzed graph may name other tasks).
 class NoPeers : public WorkerCacheInterface {
@@ -41,53 +33,9 @@ class NoPeers : public WorkerCacheInterface {
 };
 
 struct Task {
-  std::unique_ptr<DeviceMgr> devices;
-  std::unique_ptr<ThreadPool> pool;
   NoPeers peers;
-  WorkerEnv env;
-  std::unique_ptr<Worker> worker;
-
-  Task() {
-    DeviceMgrOptions dm;
-    dm.job = "worker";
-    dm.num_cpus = 2;
-    dm.intra_op_threads = 1;
-    devices = *DeviceMgr::NewLocal(dm);
-    pool = std::make_unique<ThreadPool>("fuzz", 2);
-    env.task = kTask;
-    env.device_mgr = devices.get();
-    env.op_registry = &DefaultOpRegistry();
-    env.kernel_registry = &DefaultKernelRegistry();
-    env.inter_op_pool = pool.get();
-    env.worker_cache = &peers;
-    env.limits.max_graph_nodes = 256;
-    worker = std::make_unique<Worker>(&env);
-  }
+  fuzz::FuzzWorker task{&peers};
 };
-
-template <typename Proto>
-bool Decode(absl::string_view bytes, Proto* p) {
-  if (p->ParseFromString(std::string(bytes))) return true;
-  struct Silent : google::protobuf::io::ErrorCollector {
-    void AddError(int, int, const std::string&) override {}
-  } silent;
-  google::protobuf::TextFormat::Parser text;
-  text.RecordErrorsTo(&silent);
-  return text.ParseFromString(std::string(bytes), p);
-}
-
-// Runs one asynchronous call; cancels it if it has not ended in 200 ms,
-// then waits for it (a call that never ends is a finding: libFuzzer's
-// -timeout).
-template <typename Start>
-void Call(CallOptions* opts, Start start) {
-  auto done = std::make_shared<absl::Notification>();
-  start([done](const absl::Status&) { done->Notify(); });
-  if (!done->WaitForNotificationWithTimeout(absl::Milliseconds(200)) && opts != nullptr) {
-    opts->StartCancel();
-  }
-  done->WaitForNotification();
-}
 
 }  // namespace
 }  // namespace distributed
@@ -96,15 +44,11 @@ void Call(CallOptions* opts, Start start) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace graphrun;
   using namespace graphrun::distributed;
-  static const bool limited = [] {
-    SetMemoryLimits(int64_t{512} << 20, int64_t{64} << 20);
-    // Malformed strings are expected by the thousand: no log line each.
-    google::protobuf::SetLogHandler(nullptr);
-    return true;
-  }();
-  (void)limited;
+  fuzz::SetUpProcess();
   if (size > (1 << 15)) return 0;
-  Task task;
+  Task t;
+  auto& task = t.task;
+  using fuzz::Call;
   {
     CreateWorkerSessionRequest req;
     req.set_session_handle("s");
@@ -113,15 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       task.worker->CreateWorkerSessionAsync(req, &resp, std::move(d));
     });
   }
-  size_t pos = 0;
-  for (int n = 0; n < 8 && pos + 3 <= size; ++n) {
-    const uint8_t kind = data[pos];
-    uint16_t len = 0;
-    std::memcpy(&len, data + pos + 1, 2);
-    pos += 3;
-    if (len > size - pos) len = static_cast<uint16_t>(size - pos);
-    absl::string_view bytes(reinterpret_cast<const char*>(data) + pos, len);
-    pos += len;
+  fuzz::ForEachRecord(data, size, [&](uint8_t kind, absl::string_view bytes) {
+    using fuzz::Decode;
     Worker* w = task.worker.get();
     switch (kind % 7) {
       case 0: {
@@ -180,6 +117,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
     }
-  }
+  });
   return 0;
 }
