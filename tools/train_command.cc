@@ -1,5 +1,6 @@
 #include "tools/train_command.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -48,6 +49,12 @@ absl::Status WriteTrace(const std::string& dir, const std::vector<tensorflow::Ru
             << " (run_metadata.pb, trace.json; placeviz --run_metadata=" << dir
             << "/run_metadata.pb)" << std::endl;
   return absl::OkStatus();
+}
+
+// Whether --trace_dir got any traced step in this process.
+std::atomic<bool>& TraceWritten() {
+  static std::atomic<bool> written{false};
+  return written;
 }
 
 const FlagSet& TrainFlagSet() {
@@ -294,6 +301,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
           absl::StrCat("--trace_dir: cannot create ", dir, ": ", ec.message()));
     }
     c.on_trace = [dir](std::vector<tensorflow::RunMetadata> steps) {
+      TraceWritten().store(true);
       absl::Status s = WriteTrace(dir, steps);
       if (!s.ok()) std::cerr << StatusToLine(s) << "\n";
     };
@@ -401,6 +409,12 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
   if (!r.ok()) {
     err << StatusToLine(r.status()) << "\n";
     return kExitFailure;  // usage errors were found by ParseTrainFlags
+  }
+  if (c->on_trace && !TraceWritten().load()) {
+    // Asynchronous workers can take the steps a chief needed to reach
+    // the traced window; that is worth a line, not a failed run.
+    err << "graphrun train: --trace_dir: nothing traced: training ended before the chief ran "
+        << c->trace_warmup_steps << " steps (--trace_warmup_steps)\n";
   }
   if (!c->json_only) {
     out << "trained to global step " << r->global_step

@@ -257,6 +257,9 @@ absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& sess
     }
   }
   summary.seconds = SecondsSince(t0);
+  // Training that ended inside the traced window still hands over the
+  // steps it traced.
+  if (!trace_done && !traced.empty()) options_.on_trace(std::move(traced));
   for (const auto& hook : options_.hooks) GR_RETURN_IF_ERROR(hook->AfterLoop(session));
   summary.examples_per_sec = summary.seconds > 0 ? summary.examples / summary.seconds : 0;
   if (saver_.has_value() && options_.is_chief && options_.save_at_end) {

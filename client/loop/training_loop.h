@@ -157,7 +157,7 @@ struct TrainingLoopOptions {
   // Tracing: once trace_after_steps local steps ran (-1: never), the next
   // trace_steps run with FULL_TRACE (the first also with
   // output_partition_graphs), and their RunMetadata, every task's step
-  // stats, go to on_trace together.
+  // stats, go to on_trace together (fewer when training ends first).
   int64_t trace_after_steps = -1;
   int trace_steps = 3;
   std::function<void(std::vector<tensorflow::RunMetadata>)> on_trace;

@@ -1,7 +1,7 @@
-// `graphrun train --trace_dir`: a 1 PS + 2 worker run traces 3 chief steps
-// after 10; DIR/trace.json is one Chrome trace with a process per task and
-// a flow arrow per transfer, DIR/run_metadata.pb the steps' stats of every
-// task, and `placeviz --run_metadata` on it reports the measured bytes
+// `graphrun train --trace_dir`: a 1 PS + 1 worker run traces 3 chief steps
+// after 10 (one worker: asynchronous peers could take the chief's steps); DIR/trace.json is one
+// Chrome trace with a process per task and a flow arrow per transfer, DIR/run_metadata.pb the
+// steps' stats of every task, and `placeviz --run_metadata` on it reports the measured bytes
 // between the PS and the chief.
 #include <signal.h>
 #include <sys/wait.h>
@@ -62,7 +62,7 @@ TEST(TraceDirTest, TracesEveryTaskOfThreeStepsWithFlowArrows) {
   std::filesystem::remove_all(dir);
   const std::string log = tmp + "/trace_train.log";
   ASSERT_EQ(RunTool(Runfile("tools/graphrun"),
-                    {"train", "--ps=1", "--workers=2", "--steps=60", "--data=" + std::string(kData),
+                    {"train", "--ps=1", "--workers=1", "--steps=60", "--data=" + std::string(kData),
                      "--checkpoint_dir=" + tmp + "/trace_ckpt", "--trace_dir=" + dir,
                      "--trace_steps=3", "--trace_warmup_steps=10", "--format=json"},
                     log, 300),
@@ -113,6 +113,40 @@ TEST(TraceDirTest, TracesEveryTaskOfThreeStepsWithFlowArrows) {
                                          "gradients/dense/MatMul_grad/MatMul_1:0      784.0 KiB"));
   EXPECT_THAT(ReadAll(report), HasSubstr("/job:ps/task:0         -> /job:worker/task:0     "
                                          "dense/ReadVariableOp:0                      784.0 KiB"));
+}
+
+// Training that ends inside the traced window writes the steps it traced;
+// one that ends before it says that nothing was traced, and succeeds.
+TEST(TraceDirTest, ShortRunsTraceWhatTheyReachedAndSaySo) {
+  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "no " << kData;
+  const std::string tmp = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  const std::string dir = tmp + "/short_trace";
+  std::filesystem::remove_all(dir);
+  const std::string log = tmp + "/short_trace.log";
+  ASSERT_EQ(RunTool(Runfile("tools/graphrun"),
+                    {"train", "--local", "--steps=12", "--data=" + std::string(kData),
+                     "--checkpoint_dir=" + tmp + "/short_ckpt", "--trace_dir=" + dir,
+                     "--trace_steps=3", "--trace_warmup_steps=10", "--format=json"},
+                    log, 300),
+            0)
+      << ReadAll(log);
+  EXPECT_THAT(ReadAll(log), HasSubstr("traced 2 steps of every task into " + dir));
+  ASSERT_TRUE(std::filesystem::exists(dir + "/run_metadata.pb"));
+  tensorflow::RunMetadata metadata;
+  ASSERT_TRUE(metadata.ParseFromString(ReadAll(dir + "/run_metadata.pb")));
+  EXPECT_GT(metadata.step_stats().dev_stats_size(), 0);
+
+  const std::string none = tmp + "/no_trace";
+  ASSERT_EQ(RunTool(Runfile("tools/graphrun"),
+                    {"train", "--local", "--steps=5", "--data=" + std::string(kData),
+                     "--checkpoint_dir=" + tmp + "/no_trace_ckpt", "--trace_dir=" + none,
+                     "--trace_warmup_steps=10", "--format=json"},
+                    log, 300),
+            0)
+      << ReadAll(log);
+  EXPECT_THAT(ReadAll(log), HasSubstr("--trace_dir: nothing traced: training ended before the "
+                                      "chief ran 10 steps (--trace_warmup_steps)"));
+  EXPECT_FALSE(std::filesystem::exists(none + "/trace.json"));
 }
 
 }  // namespace
