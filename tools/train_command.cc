@@ -347,6 +347,12 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   return c;
 }
 
+std::string JsonStringList(const std::vector<std::string>& items) {
+  std::vector<std::string> quoted;
+  for (const std::string& s : items) quoted.push_back(JsonQuote(s));
+  return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
+}
+
 std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
   return absl::StrCat(
       "{\"test_accuracy\": ", OptNum(r.test_accuracy), ", \"global_step\": ", r.global_step,
@@ -364,8 +370,10 @@ std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
       ", \"exported_graph\": ", r.exported_graph.empty() ? "null" : JsonQuote(r.exported_graph),
       ", \"exported_saved_model\": ",
       r.exported_saved_model.empty() ? "null" : JsonQuote(r.exported_saved_model),
-      ", \"restarts\": ", r.restarts, ", \"distribution\": ", JsonQuote(c.distribution),
-      ", \"replicas\": ", r.num_workers, ", \"allreduce\": ",
+      ", \"restarts\": ", r.restarts,
+      ", \"restored_devices\": ", JsonStringList(r.restored_devices),
+      ", \"distribution\": ", JsonQuote(c.distribution), ", \"replicas\": ", r.num_workers,
+      ", \"allreduce\": ",
       r.allreduce.has_value() ? absl::StrCat("{\"algorithm\": ", JsonQuote(r.allreduce->algorithm),
                                              ", \"packs\": ", r.allreduce->packs,
                                              ", \"bytes_per_step\": ", r.allreduce->bytes, "}")

@@ -1,5 +1,6 @@
 #include "client/loop/saver.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -170,10 +171,17 @@ absl::StatusOr<Saver> Saver::Create(const Scope& root, const std::vector<Variabl
 
     auto restore = ops::RestoreV2(ds.WithOpName(absl::StrCat("RestoreV2_", k)), saver.filename_,
                                   names_c, restore_slices_c, dtypes);
+    std::vector<Operation> shard_restores;
     for (size_t i = 0; i < members.size(); ++i) {
       const Variable* v = members[i]->var;
-      restores.push_back(v->Assign(ds.ColocateWith(v->op()), restore.tensors[i]));
+      shard_restores.push_back(v->Assign(ds.ColocateWith(v->op()), restore.tensors[i]));
+      saver.shard_of_[v->name()] = k;
     }
+    restores.insert(restores.end(), shard_restores.begin(), shard_restores.end());
+    saver.shard_devices_.push_back(device);
+    saver.shard_restores_.push_back(ops::NoOp(ds.WithOpName(absl::StrCat("restore_shard_", k))
+                                                  .WithControlDependencies(shard_restores))
+                                        .operation);
     ++k;
   }
   Scope merge_scope = s.WithDevice(groups.begin()->first).WithControlDependencies(shard_saves);
@@ -198,6 +206,30 @@ absl::StatusOr<std::string> Saver::Save(const ClientSession& session, const std:
 
 absl::Status Saver::Restore(const ClientSession& session, const std::string& prefix) const {
   return session.Run({{filename_, prefix}}, {}, {restore_op_}).status();
+}
+
+absl::StatusOr<std::vector<std::string>> Saver::RestoreShardsOf(
+    const ClientSession& session, const std::string& prefix,
+    const std::vector<std::string>& variables) const {
+  std::set<int> shards;
+  for (const std::string& name : variables) {
+    auto it = shard_of_.find(name);
+    if (it == shard_of_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Saver: no variable '", name, "' among the saved variables"));
+    }
+    shards.insert(it->second);
+  }
+  std::vector<Operation> targets;
+  std::vector<std::string> devices;
+  for (int k : shards) {
+    targets.push_back(shard_restores_[k]);
+    devices.push_back(shard_devices_[k]);
+  }
+  if (targets.empty()) return devices;
+  GR_RETURN_IF_ERROR(session.Run({{filename_, prefix}}, {}, targets).status());
+  std::sort(devices.begin(), devices.end());
+  return devices;
 }
 
 absl::Status Saver::MarkFinal(const std::string& dir, const std::string& prefix) {

@@ -23,6 +23,7 @@
 #ifndef GRAPHRUN_CLIENT_LOOP_SAVER_H_
 #define GRAPHRUN_CLIENT_LOOP_SAVER_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,15 @@ class Saver {
   // full name for a part) the checkpoint lacks or whose slice it does not
   // cover; InvalidArgument naming it for a dtype or full-shape mismatch.
   absl::Status Restore(const ClientSession& session, const std::string& prefix) const;
+  // Restores from `prefix` only the shards (devices) that hold one of
+  // `variables` (names as Variable::name()), every variable of those
+  // shards and no other: after a parameter server restarts, its variables
+  // come back while the other servers' keep their newer values. Returns
+  // the devices restored, sorted. InvalidArgument naming a variable the
+  // saver does not hold; otherwise Restore's errors.
+  absl::StatusOr<std::vector<std::string>> RestoreShardsOf(
+      const ClientSession& session, const std::string& prefix,
+      const std::vector<std::string>& variables) const;
 
   // The newest checkpoint prefix in `dir`, or NotFound.
   static absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir);
@@ -80,6 +90,10 @@ class Saver {
   Output filename_;       // string scalar placeholder
   Operation save_op_;     // merge after all shard saves
   Operation restore_op_;  // all assignments
+  // Per shard: its device and the restore of its variables.
+  std::vector<std::string> shard_devices_;
+  std::vector<Operation> shard_restores_;
+  std::map<std::string, int> shard_of_;  // variable name -> shard
   int num_shards_ = 0;
 };
 

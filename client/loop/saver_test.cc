@@ -59,6 +59,40 @@ TEST(SaverTest, ShardsPerDeviceAndRestoresInAFreshSession) {
   EXPECT_EQ((*r)[1].scalar<int64_t>(), int64_t{1} << 40);
 }
 
+// After one device's variables lost their values, RestoreShardsOf brings
+// back that shard only: the other device's newer value stays.
+TEST(SaverTest, RestoreShardsOfRestoresOnlyTheirDevices) {
+  Scope root = Scope::NewRootScope();
+  Variable a(root.WithOpName("a").WithDevice("/device:CPU:0"), PartialShape({}), DT_FLOAT);
+  Variable b(root.WithOpName("b").WithDevice("/device:CPU:1"), PartialShape({}), DT_FLOAT);
+  Variable c(root.WithOpName("c").WithDevice("/device:CPU:1"), PartialShape({}), DT_FLOAT);
+  Output value = ops::Placeholder(root.WithOpName("value"), DT_FLOAT);
+  Operation set_a = a.Assign(value), set_b = b.Assign(value), set_c = c.Assign(value);
+  auto saver = Saver::Create(root, {a, b, c});
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  ClientSession s(root, TwoCpus());
+  ASSERT_TRUE(s.Run({{value, Tensor::Scalar<float>(1)}}, {}, {set_a, set_b, set_c}).ok());
+  auto prefix = saver->Save(s, TempDir(), 1);
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  ASSERT_TRUE(s.Run({{value, Tensor::Scalar<float>(2)}}, {}, {set_a, set_b, set_c}).ok());
+
+  auto devices = saver->RestoreShardsOf(s, *prefix, {"b"});
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(*devices, std::vector<std::string>{"/device:CPU:1"});
+  auto r = s.Run({a.Read(), b.Read(), c.Read()});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].scalar<float>(), 2);  // another shard: kept
+  EXPECT_EQ((*r)[1].scalar<float>(), 1);  // restored
+  EXPECT_EQ((*r)[2].scalar<float>(), 1);  // b's shard: restored with it
+
+  auto none = saver->RestoreShardsOf(s, *prefix, {});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  auto unknown = saver->RestoreShardsOf(s, *prefix, {"b", "zz"});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("'zz'"));
+}
+
 TEST(SaverTest, RestoreOfMissingVariableIsNotFound) {
   std::string dir = TempDir();
   std::string prefix;

@@ -94,6 +94,15 @@ absl::StatusOr<bool> TrainingLoop::AllInitialized(const ClientSession& session) 
   return true;
 }
 
+absl::StatusOr<std::vector<bool>> TrainingLoop::InitializedFlags(
+    const ClientSession& session) const {
+  std::vector<bool> flags;
+  if (is_initialized_.empty()) return flags;
+  GR_ASSIGN_OR_RETURN(std::vector<Tensor> out, session.Run(is_initialized_));
+  for (const Tensor& t : out) flags.push_back(t.scalar<bool>());
+  return flags;
+}
+
 absl::StatusOr<std::optional<int64_t>> TrainingLoop::PrepareVariables(
     const ClientSession& session) {
   if (options_.is_chief || options_.initializes_own_variables) {
@@ -136,8 +145,29 @@ absl::StatusOr<std::optional<int64_t>> TrainingLoop::PrepareVariables(
 
 absl::StatusOr<std::optional<int64_t>> TrainingLoop::InitializeOrRestore(
     const ClientSession& session) {
+  restored_devices_.clear();
+  GR_ASSIGN_OR_RETURN(std::vector<bool> flags, InitializedFlags(session));
+  std::vector<std::string> lost;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    if (!flags[i]) lost.push_back(graph_.variables[i].name());
+  }
+  // Variables that hold values are kept: a chief restarted while its
+  // parameter servers stayed up goes on from their state, and after one
+  // server restarts only its variables come back from the checkpoint.
+  if (!flags.empty() && lost.empty()) return std::optional<int64_t>();
+  const bool partial = !lost.empty() && lost.size() < flags.size();
   if (saver_.has_value()) {
     absl::StatusOr<std::string> latest = Saver::LatestCheckpoint(options_.checkpoint_dir);
+    if (latest.ok() && partial) {
+      absl::StatusOr<std::vector<std::string>> devices =
+          saver_->RestoreShardsOf(session, *latest, lost);
+      if (!devices.ok()) {
+        return absl::Status(devices.status().code(),
+                            absl::StrCat("restoring ", *latest, ": ", devices.status().message()));
+      }
+      restored_devices_ = *std::move(devices);
+      return std::optional<int64_t>(Saver::StepOfPrefix(*latest));
+    }
     if (latest.ok()) {
       // Restore assigns every variable, so none is ever seen initialized
       // with fresh values by a waiting worker.
@@ -149,6 +179,15 @@ absl::StatusOr<std::optional<int64_t>> TrainingLoop::InitializeOrRestore(
       return std::optional<int64_t>(step);
     }
     if (!absl::IsNotFound(latest.status())) return latest.status();
+  }
+  if (partial) {
+    // init_op would reset the variables that survived as well.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "TrainingLoop: ", lost.size(), " of ", flags.size(),
+        " variables lost their values (a task holding them restarted?), first '", lost[0],
+        "', and there is no checkpoint",
+        options_.checkpoint_dir.empty() ? std::string() : " in " + options_.checkpoint_dir,
+        " to restore them from"));
   }
   GR_RETURN_IF_ERROR(session.Run({}, {}, {graph_.init_op}).status());
   return std::optional<int64_t>();
@@ -176,6 +215,7 @@ absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& sess
                                                        bool* hooks_started) {
   TrainingSummary summary;
   GR_ASSIGN_OR_RETURN(summary.restored_from_step, PrepareVariables(session));
+  summary.restored_devices = restored_devices_;
   *hooks_started = true;
   for (const auto& hook : options_.hooks) {
     GR_RETURN_IF_ERROR(hook->AfterInit(session, options_.is_chief));

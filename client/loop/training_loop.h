@@ -6,7 +6,13 @@
 //        chief     restores the newest checkpoint of `checkpoint_dir` (the
 //                  summary's restored_from_step), else runs init_op; while
 //                  a task it needs is Unavailable (not up yet), retries
-//                  until init_timeout;
+//                  until init_timeout. Variables that already hold values
+//                  are kept: when all do (a chief restarted while its
+//                  parameter servers stayed up) nothing is restored; when
+//                  some do (one parameter server restarted), only the
+//                  saver shards holding the others are restored
+//                  (restored_devices), and without a checkpoint that is
+//                  FailedPrecondition naming them;
 //        non-chief polls VarIsInitializedOp on every variable until all are
 //                  initialized (DeadlineExceeded after init_timeout);
 //   2. runs iterator_init, then steps: train_op plus the metrics and the
@@ -84,6 +90,9 @@ struct TrainingSummary {
   double examples_per_sec = 0;  // this loop's
   std::vector<float> last_metrics;
   std::string last_checkpoint;  // chief: the newest prefix written
+  // Chief: the devices whose variables alone were restored (the others
+  // kept theirs); empty after a whole restore or none.
+  std::vector<std::string> restored_devices;
 };
 
 // Called by TrainingLoop::Run, in this order: AfterInit once the
@@ -193,13 +202,16 @@ class TrainingLoop {
   // The chief's restore-or-init, once.
   absl::StatusOr<std::optional<int64_t>> InitializeOrRestore(const ClientSession& session);
   absl::StatusOr<bool> AllInitialized(const ClientSession& session) const;
+  // Per variable of graph_.variables: whether it holds a value.
+  absl::StatusOr<std::vector<bool>> InitializedFlags(const ClientSession& session) const;
 
   TrainingGraph graph_;
   TrainingLoopOptions options_;
   std::optional<Saver> saver_;
   std::vector<Output> is_initialized_;
-  Output global_step_now_;    // read, no ordering
-  Output global_step_after_;  // read after train_op
+  std::vector<std::string> restored_devices_;  // of the last partial restore
+  Output global_step_now_;                     // read, no ordering
+  Output global_step_after_;                   // read after train_op
 };
 
 }  // namespace client

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/op_builder.h"
 #include "client/ops.h"
 #include "client/train/optimizers.h"
 #include "graph/status.h"
@@ -127,6 +128,87 @@ TEST(TrainingLoopTest, StopsAtLastStepSavesAndResumes) {
   float w = (*s.Run({m.w->Read()}))[0].scalar<float>();
   EXPECT_NEAR(w, 3.0f, std::abs(3.0f - w_first) + 1e-3f);  // continued, not restarted
   EXPECT_GT(w, 2.0f);
+}
+
+SessionOptions TwoCpus() {
+  SessionOptions o;
+  (*o.config.mutable_device_count())["CPU"] = 2;
+  return o;
+}
+
+// The chief of a cluster one of whose tasks restarted: w (on CPU:1) lost
+// its value, global_step (CPU:0) kept it. A new loop on the same session
+// restores CPU:1's shard alone from the checkpoint and goes on from the
+// current step; when every variable holds a value it restores nothing;
+// without a checkpoint it is FailedPrecondition naming the lost variable.
+TEST(TrainingLoopTest, ChiefRestoresOnlyTheVariablesThatLostTheirValues) {
+  std::string dir = TempDir();
+  Scope root = Scope::NewRootScope();
+  Variable w(root.WithOpName("w").WithDevice("/device:CPU:1"), PartialShape({}), DT_FLOAT,
+             init::Zeros());
+  Variable gs = train::CreateGlobalStep(root.WithDevice("/device:CPU:0"));
+  Operation step = gs.AssignAdd(Tensor::Scalar<int64_t>(1));
+  Operation train = w.AssignAdd(root.WithControlDependencies({step}), Tensor::Scalar<float>(1));
+  Operation lose_w = internal::OpBuilder(root.WithOpName("lose_w"), "DestroyResourceOp")
+                         .Input(w.handle())
+                         .Finalize();
+  TrainingGraph g;
+  g.train_op = train;
+  g.global_step = &gs;
+  g.variables = {w, gs};
+  g.init_op = GlobalVariablesInitializer(root);
+  auto loop_to = [&](int64_t last_step, const std::string& ckpt) {
+    TrainingLoopOptions o;
+    o.checkpoint_dir = ckpt;
+    o.last_step = last_step;
+    o.save_at_end = !ckpt.empty();
+    return TrainingLoop::Create(root, g, o);
+  };
+  auto first = loop_to(5, dir);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ClientSession s(root, TwoCpus());
+  auto sum = (*first)->Run(s);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(Saver::StepOfPrefix(sum->last_checkpoint), 5);
+  // Two more steps past the checkpoint, then CPU:1's task "restarts".
+  ASSERT_TRUE(s.Run({}, {}, {train}).ok());
+  ASSERT_TRUE(s.Run({}, {}, {train}).ok());
+  ASSERT_TRUE(s.Run({}, {}, {lose_w}).ok());
+
+  auto second = loop_to(9, dir);
+  ASSERT_TRUE(second.ok()) << second.status();
+  sum = (*second)->Run(s);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(sum->restored_devices, std::vector<std::string>{"/device:CPU:1"});
+  ASSERT_TRUE(sum->restored_from_step.has_value());
+  EXPECT_EQ(*sum->restored_from_step, 5);
+  EXPECT_EQ(sum->initial_global_step, 7);  // kept, not the checkpoint's 5
+  EXPECT_EQ(sum->global_step, 9);
+  auto r = s.Run({w.Read()});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].scalar<float>(), 5 + 2);  // the checkpoint's 5, then 2 steps
+
+  // Every variable holds a value: nothing is restored or reset.
+  auto third = loop_to(10, dir);
+  ASSERT_TRUE(third.ok()) << third.status();
+  sum = (*third)->Run(s);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_FALSE(sum->restored_from_step.has_value());
+  EXPECT_TRUE(sum->restored_devices.empty());
+  EXPECT_EQ(sum->initial_global_step, 9);
+  EXPECT_EQ((*s.Run({w.Read()}))[0].scalar<float>(), 8);
+
+  // Lost again, with no checkpoint to restore from.
+  ASSERT_TRUE(s.Run({}, {}, {lose_w}).ok());
+  auto fourth = loop_to(12, "");
+  ASSERT_TRUE(fourth.ok()) << fourth.status();
+  sum = (*fourth)->Run(s);
+  EXPECT_EQ(sum.status().code(), absl::StatusCode::kFailedPrecondition) << sum.status();
+  EXPECT_NE(std::string(sum.status().message()).find("1 of 2 variables lost their values"),
+            std::string::npos)
+      << sum.status();
+  EXPECT_NE(std::string(sum.status().message()).find("'w'"), std::string::npos) << sum.status();
+  EXPECT_EQ((*s.Run({gs.Read()}))[0].scalar<int64_t>(), 10);  // not reset by init_op
 }
 
 TEST(TrainingLoopTest, NonChiefWaitsForInitThenTrains) {

@@ -3,10 +3,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -345,6 +347,46 @@ absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::C
   return r;
 }
 
+namespace {
+
+// Asynchronous parameter-server training of one task of an orchestrated
+// cluster, which outlives the loss of a task: a step that fails because a
+// task died or restarted (Unavailable, Aborted) is reported on stderr at
+// once, and the replica is built again with new sessions. Its chief then
+// restores only the variables that were lost (the restarted PS's, from
+// the latest checkpoint; TrainingLoop keeps the values the others hold)
+// and its workers wait until they are, so the run goes on up to its step
+// count. At most max_restarts recoveries.
+absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distributed::TfConfig& cfg,
+                                            distributed::GrpcServer* server, std::ostream* log) {
+  const std::string task = absl::StrCat("/job:", cfg.task_type, "/task:", cfg.task_index);
+  int recoveries = 0;
+  std::set<std::string> restored;
+  while (true) {
+    absl::StatusOr<TrainResult> r = TrainReplicated(
+        c, cfg.cluster, {{cfg.task_type, cfg.task_index}}, {server->target()}, log, nullptr);
+    if (r.ok()) {
+      restored.insert(r->restored_devices.begin(), r->restored_devices.end());
+      r->restored_devices.assign(restored.begin(), restored.end());
+      r->restarts = recoveries;
+      return r;
+    }
+    const bool lost_task = absl::IsUnavailable(r.status()) || absl::IsAborted(r.status());
+    if (!lost_task || (c.stop != nullptr && c.stop->load())) return r;
+    if (recoveries == c.max_restarts) {
+      return absl::Status(r.status().code(), absl::StrCat(r.status().message(), " (after ",
+                                                          recoveries, " recoveries)"));
+    }
+    ++recoveries;
+    std::cerr << StatusToLine(r.status()) << "\n"
+              << "graphrun train: " << task
+              << " goes on with new sessions once the cluster answers again (recovery "
+              << recoveries << " of at most " << c.max_restarts << ")" << std::endl;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::string& tf_config,
                                               std::ostream* log) {
   GR_ASSIGN_OR_RETURN(distributed::TfConfig cfg, distributed::ParseTfConfig(tf_config));
@@ -356,8 +398,23 @@ absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::s
         StartServerForLauncher(TaskServerOptions(c, cfg.cluster, cfg.task_type, cfg.task_index),
                                launcher, kLauncherWaitMs, &cfg.cluster));
   }
-  absl::StatusOr<TrainResult> r =
-      TrainTask(c, cfg.cluster, cfg.task_type, cfg.task_index, log, nullptr, std::move(server));
+  absl::StatusOr<TrainResult> r;
+  if (c.distribution == "parameter_server" && !c.sync && c.max_restarts > 0) {
+    // The task recovers in place (the embedded cluster's launcher, which
+    // restarts its whole cluster instead, stops it first; synchronous
+    // training's token queues do not survive a PS restart, so it ends as
+    // before).
+    GR_RETURN_IF_ERROR(
+        train::ParameterServerStrategy::Create(cfg.cluster, cfg.task_type, cfg.task_index)
+            .status());
+    if (server == nullptr) {
+      GR_ASSIGN_OR_RETURN(server, StartTaskServer(c, cfg.cluster, cfg.task_type, cfg.task_index));
+    }
+    r = TrainRecovering(c, cfg, server.get(), log);
+    server->Stop();
+  } else {
+    r = TrainTask(c, cfg.cluster, cfg.task_type, cfg.task_index, log, nullptr, std::move(server));
+  }
   if (r.ok()) r->mode = "tf_config";
   return r;
 }

@@ -336,6 +336,7 @@ absl::Status RunReplicas(std::vector<std::unique_ptr<ReplicaGraph>>& graphs,
   for (const ReplicaRun& r : runs) GR_RETURN_IF_ERROR(r.summary.status());
   const client::TrainingSummary& chief = *runs[0].summary;
   result->restored_from_step = chief.restored_from_step;
+  result->restored_devices = chief.restored_devices;
   result->initial_global_step = chief.initial_global_step;
   result->checkpoint = chief.last_checkpoint;
   double seconds = 0;

@@ -142,7 +142,12 @@ struct TrainResult {
   std::string checkpoint;
   std::string exported_graph;        // chief, with --export_graph
   std::string exported_saved_model;  // chief, with --export_saved_model
-  int restarts = 0;                  // cluster restarts after a task died
+  // Embedded cluster: restarts of the cluster after a task died; a task
+  // of an orchestrated (TF_CONFIG) cluster: its in-place recoveries.
+  int restarts = 0;
+  // Chief: the devices whose variables alone were restored from a
+  // checkpoint after their task restarted (the others kept theirs).
+  std::vector<std::string> restored_devices;
   // All-reduce distributions: what one step's all-reduce does.
   std::optional<client::train::AllReducePlan> allreduce;
 };

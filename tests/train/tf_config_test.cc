@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "distributed/process_util.h"
 #include "graph/status.h"
 #include "gtest/gtest.h"
+#include "tests/sanitizers.h"
 #include "util/json.h"
 
 namespace graphrun {
@@ -555,6 +557,168 @@ absl::StatusOr<JsonValue> TrainLocal(const std::vector<std::string>& args,
     return absl::InternalError(absl::StrCat("exit status ", c.exit_status, ": ", log));
   }
   return ResultJson(log);
+}
+
+// TF_CONFIG of `type`:`index` in a cluster of two ps, one chief and one
+// worker at `ports` (ps0, ps1, chief, worker; 0 when the launcher sends
+// them later).
+std::string TfConfig2Ps(const std::string& type, int index, const std::vector<int>& ports) {
+  return absl::StrCat(R"(TF_CONFIG={"cluster": {"chief": ["127.0.0.1:)", ports[2],
+                      R"("], "worker": ["127.0.0.1:)", ports[3], R"("], "ps": ["127.0.0.1:)",
+                      ports[0], R"(", "127.0.0.1:)", ports[1], R"("]}, "task": {"type": ")", type,
+                      R"(", "index": )", index, "}}");
+}
+
+// The time `path` first holds `text`, waiting until `deadline`.
+std::optional<std::chrono::steady_clock::time_point> WaitForText(
+    const std::string& path, const std::string& text,
+    std::chrono::steady_clock::time_point deadline) {
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ReadFile(path).find(text) != std::string::npos) return std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return std::nullopt;
+}
+
+// Chaos: asynchronous training on 2 ps + chief + worker; after the
+// checkpoint of step >= 200, ps 1 is
+//  - killed (SIGKILL) and started again on its port, as an orchestrator
+//    restarts a pod: the chief restores ps 1's variables, and only those,
+//    from the latest checkpoint, while the global step (on ps 0) goes on;
+//  - or stopped (SIGSTOP) for 3 s, then continued: it kept its variables,
+//    so nothing is restored.
+// Either way the chief and the worker report the loss at once as
+// `Unavailable: ...` naming the task, build new sessions, and the run ends
+// at the step count asked for with a trained model.
+void RunPsChaos(bool kill_it) {
+  const std::string ckpt = TempDir("ps_chaos_ckpt");
+  const std::string logs = TempDir("ps_chaos_logs");
+  Children children;
+  const std::vector<int> zeros = {0, 0, 0, 0};
+  const std::vector<std::string> ps_args = {"train", "--checkpoint_dir=" + ckpt};
+  const size_t ps0 = children.Start("/job:ps/task:0", ps_args, {TfConfig2Ps("ps", 0, zeros)}, logs);
+  const size_t ps1 = children.Start("/job:ps/task:1", ps_args, {TfConfig2Ps("ps", 1, zeros)}, logs);
+  const std::vector<std::string> args = {"train",
+                                         "--data=" + std::string(kData),
+                                         "--steps=3000",
+                                         "--save_checkpoint_steps=100",
+                                         "--strategy=round_robin",
+                                         "--checkpoint_dir=" + ckpt,
+                                         "--format=json"};
+  const size_t worker =
+      children.Start("/job:worker/task:0", args, {TfConfig2Ps("worker", 0, zeros)}, logs);
+  const size_t chief =
+      children.Start("/job:chief/task:0", args, {TfConfig2Ps("chief", 0, zeros)}, logs);
+  ASSERT_TRUE(CollectPorts({&children.all[ps0], &children.all[ps1], &children.all[chief],
+                            &children.all[worker]},
+                           60000)
+                  .ok());
+  const std::vector<int> ports = {children.all[ps0].port, children.all[ps1].port,
+                                  children.all[chief].port, children.all[worker].port};
+  distributed::ClusterSpec spec;
+  spec.AddTask("chief", absl::StrCat("127.0.0.1:", ports[2]));
+  spec.AddTask("worker", absl::StrCat("127.0.0.1:", ports[3]));
+  spec.AddTask("ps", absl::StrCat("127.0.0.1:", ports[0]));
+  spec.AddTask("ps", absl::StrCat("127.0.0.1:", ports[1]));
+  for (size_t i : {ps0, ps1, worker, chief}) ASSERT_TRUE(SendCluster(children.all[i], spec).ok());
+
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int64_t seen_checkpoint = -1;
+  while (std::chrono::steady_clock::now() < deadline && !Reap(children.all[chief])) {
+    auto latest = client::Saver::LatestCheckpoint(ckpt);
+    if (latest.ok() && client::Saver::StepOfPrefix(*latest) >= 200) {
+      seen_checkpoint = client::Saver::StepOfPrefix(*latest);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(seen_checkpoint, 200) << ReadFile(children.all[chief].log_file);
+  kill(children.all[ps1].pid, kill_it ? SIGKILL : SIGSTOP);
+  const auto lost_at = std::chrono::steady_clock::now();
+  if (kill_it) Reap(children.all[ps1]);
+  const std::string lost = "Unavailable: ";
+  auto chief_saw =
+      WaitForText(children.all[chief].log_file, lost, lost_at + std::chrono::seconds(30));
+  auto worker_saw =
+      WaitForText(children.all[worker].log_file, lost, lost_at + std::chrono::seconds(30));
+  if (!kill_it) {
+    std::this_thread::sleep_for(std::chrono::seconds(3) -
+                                (std::chrono::steady_clock::now() - lost_at));
+    kill(children.all[ps1].pid, SIGCONT);
+  }
+  ASSERT_TRUE(chief_saw.has_value()) << ReadFile(children.all[chief].log_file);
+  ASSERT_TRUE(worker_saw.has_value()) << ReadFile(children.all[worker].log_file);
+  const double chief_ms = std::chrono::duration<double, std::milli>(*chief_saw - lost_at).count();
+  const double worker_ms = std::chrono::duration<double, std::milli>(*worker_saw - lost_at).count();
+
+  size_t serving = ps1;
+  if (kill_it) {
+    // The orchestrator's restart: the same task on the same port.
+    serving = children.Start("/job:ps/task:1", ps_args, {TfConfig2Ps("ps", 1, ports)}, logs,
+                             /*linked=*/false);
+  }
+  const auto back = std::chrono::steady_clock::now();
+  deadline = back + std::chrono::seconds(150);
+  ASSERT_TRUE(WaitForExit(children.all[chief], deadline)) << ReadFile(children.all[chief].log_file);
+  ASSERT_TRUE(WaitForExit(children.all[worker], deadline))
+      << ReadFile(children.all[worker].log_file);
+  const double run_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - back).count();
+  const std::string chief_log = ReadFile(children.all[chief].log_file);
+  const std::string worker_log = ReadFile(children.all[worker].log_file);
+  ASSERT_TRUE(ExitedOk(children.all[chief])) << chief_log;
+  ASSERT_TRUE(ExitedOk(children.all[worker])) << worker_log;
+  EXPECT_FALSE(Reap(children.all[serving])) << ReadFile(children.all[serving].log_file);
+  EXPECT_FALSE(Reap(children.all[ps0])) << ReadFile(children.all[ps0].log_file);
+  std::cout << "ps 1 " << (kill_it ? "killed" : "stopped") << " after the checkpoint of step "
+            << seen_checkpoint << "; Unavailable reported by the chief after " << chief_ms
+            << " ms, the worker after " << worker_ms << " ms; training ended " << run_s
+            << " s after ps 1 was back\n";
+
+  // The error names the lost task.
+  const std::string line = chief_log.substr(chief_log.find(lost));
+  EXPECT_NE(line.substr(0, line.find('\n')).find("/job:ps/replica:0/task:1"), std::string::npos)
+      << line.substr(0, line.find('\n'));
+  EXPECT_NE(chief_log.find("(recovery 1 of at most 3)"), std::string::npos) << chief_log;
+  auto result = ResultJson(chief_log);
+  ASSERT_TRUE(result.ok()) << chief_log;
+  const double step = Num(*result, "global_step");
+  EXPECT_GE(step, 3000) << result->Serialize();
+  EXPECT_LE(step, 3001);
+  EXPECT_GE(Num(*result, "restarts"), 1);
+  const JsonValue* restored = result->Find("restored_devices");
+  ASSERT_TRUE(restored != nullptr && restored->is_array()) << result->Serialize();
+  if (kill_it) {
+    // Only ps 1's variables came from the checkpoint, of a step no older
+    // than the one seen before the kill.
+    ASSERT_EQ(restored->items().size(), 1u) << result->Serialize();
+    EXPECT_EQ(restored->items()[0].string_value(), "/job:ps/task:1");
+    EXPECT_GE(Num(*result, "restored_from_step"), seen_checkpoint);
+  } else {
+    EXPECT_TRUE(restored->items().empty()) << result->Serialize();
+    EXPECT_TRUE(result->Find("restored_from_step")->is_null()) << result->Serialize();
+  }
+  EXPECT_GT(Num(*result, "test_accuracy"), 0.8) << result->Serialize();
+  auto worker_result = ResultJson(worker_log);
+  ASSERT_TRUE(worker_result.ok()) << worker_log;
+  EXPECT_GE(Num(*worker_result, "global_step"), 3000);
+  if (!kSanitized) {
+    // Peer liveness: the loss is found within 5 s (heartbeat 1 s, 3
+    // misses; at once when the connection resets), with a margin for a
+    // loaded machine.
+    EXPECT_LT(chief_ms, 8000);
+    EXPECT_LT(worker_ms, 8000);
+  }
+}
+
+TEST(TfConfigTest, AsyncTrainingOutlivesAPsRestart) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunPsChaos(/*kill_it=*/true);
+}
+
+TEST(TfConfigTest, AsyncTrainingOutlivesAStoppedPs) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunPsChaos(/*kill_it=*/false);
 }
 
 // --epochs=1 at batch 500: 60000 / 500 = 120 steps, exactly (the loop
