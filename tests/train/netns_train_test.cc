@@ -68,7 +68,7 @@ class Hosts {
   }
   // "" on success, else why not.
   std::string Make() {
-    const std::string sw = prefix_ + "sw";
+    const std::string sw = switch_ns();
     if (Sh("ip netns add " + sw) != 0) {
       return "cannot create network namespaces here (`ip netns add` failed: needs CAP_NET_ADMIN)";
     }
@@ -91,6 +91,8 @@ class Hosts {
     return "";
   }
   std::string host(int h) const { return absl::StrCat(prefix_, "h", h); }
+  // The switch; host h's link is its port "p<h>".
+  std::string switch_ns() const { return prefix_ + "sw"; }
   static std::string address(int h) { return absl::StrCat("10.231.0.", 10 + h); }
   static std::string in(const std::string& ns) { return "ip netns exec " + ns + " "; }
 
@@ -365,6 +367,105 @@ TEST(NetnsTrainTest, MultiWorkerMirroredAcrossThreeHosts) {
   TrainAcrossHosts(3, {{"worker", 0, 1, 2222}, {"worker", 1, 2, 2222}, {"worker", 2, 3, 2222}},
                    {"--distribution=multi_worker_mirrored", "--batch_size=255"},
                    "three_hosts_mwms");
+}
+
+// Chaos, a cut link: asynchronous PS training with the PS on host 1 and
+// the chief and worker 1 on host 2. After the checkpoint of step >= 200
+// host 1's link goes down (`ip link set down` on its switch port): nothing
+// resets, packets just vanish, so only the heartbeat (1 s, 3 misses) can
+// tell. Chief and worker report `Unavailable` naming the PS within 5 s and
+// wait for it; the link comes back 2 s later, the PS still holds its
+// variables, so nothing is restored, and the run ends at its step count
+// with a trained model.
+TEST(NetnsTrainTest, AsyncTrainingOutlivesACutLink) {
+  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "no " << kData;
+  Hosts hosts(2);
+  const std::string why = hosts.Make();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const std::string a1 = Hosts::address(1), a2 = Hosts::address(2);
+  const std::string cluster = absl::StrCat(R"({"ps": [")", a1, R"(:2222"], "worker": [")", a2,
+                                           R"(:2222", ")", a2, R"(:2223"]})");
+  const std::string dir = TmpDir() + "/cut_link_ckpt";
+  std::filesystem::remove_all(dir);
+  const std::vector<std::string> train = {"train",
+                                          "--insecure",
+                                          "--steps=3000",
+                                          "--save_checkpoint_steps=100",
+                                          "--checkpoint_dir=" + dir,
+                                          "--format=json",
+                                          "--intra_op_threads=1",
+                                          "--inter_op_threads=2"};
+  auto tf_config = [&](const std::string& job, int index) {
+    return absl::StrCat(R"(TF_CONFIG={"cluster": )", cluster, R"(, "task": {"type": ")", job,
+                        R"(", "index": )", index, "}}");
+  };
+  Task ps, chief, worker;
+  ASSERT_TRUE(Start(ps, hosts.host(1), {"train", "--insecure", "--checkpoint_dir=" + dir},
+                    {tf_config("ps", 0)}, TmpDir() + "/cut_link_ps.log")
+                  .ok());
+  ASSERT_TRUE(
+      Start(chief, hosts.host(2), train, {tf_config("worker", 0)}, TmpDir() + "/cut_link_chief.log")
+          .ok());
+  ASSERT_TRUE(Start(worker, hosts.host(2), train, {tf_config("worker", 1)},
+                    TmpDir() + "/cut_link_worker.log")
+                  .ok());
+  auto latest_step = [&] {
+    std::ifstream state(dir + "/checkpoint");
+    std::string line;
+    std::getline(state, line);  // model_checkpoint_path: "DIR/model.ckpt-N"
+    const size_t dash = line.rfind('-');
+    return dash == std::string::npos ? -1 : std::atoi(line.c_str() + dash + 1);
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  while (latest_step() < 200 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int seen_checkpoint = latest_step();
+  ASSERT_GE(seen_checkpoint, 200) << ReadAll(chief.p.log_file);
+  const std::string port = Hosts::in(hosts.switch_ns()) + "ip link set p1 ";
+  ASSERT_EQ(Sh(port + "down"), 0);
+  const auto cut = std::chrono::steady_clock::now();
+  double chief_ms = -1, worker_ms = -1;
+  while ((chief_ms < 0 || worker_ms < 0) &&
+         std::chrono::steady_clock::now() < cut + std::chrono::seconds(30)) {
+    const double now =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - cut).count();
+    if (chief_ms < 0 && ReadAll(chief.p.log_file).find("Unavailable: ") != std::string::npos) {
+      chief_ms = now;
+    }
+    if (worker_ms < 0 && ReadAll(worker.p.log_file).find("Unavailable: ") != std::string::npos) {
+      worker_ms = now;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_EQ(Sh(port + "up"), 0);
+  const auto back = std::chrono::steady_clock::now();
+  ASSERT_GE(chief_ms, 0) << ReadAll(chief.p.log_file);
+  ASSERT_GE(worker_ms, 0) << ReadAll(worker.p.log_file);
+  const int chief_rc = Wait(chief, std::chrono::seconds(180));
+  const std::string chief_log = ReadAll(chief.p.log_file);
+  ASSERT_EQ(chief_rc, 0) << chief_log;
+  EXPECT_EQ(Wait(worker, std::chrono::seconds(120)), 0) << ReadAll(worker.p.log_file);
+  std::cout << "link of the PS host cut after the checkpoint of step " << seen_checkpoint
+            << "; Unavailable reported by the chief after " << chief_ms << " ms, worker 1 after "
+            << worker_ms << " ms; training ended "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - back).count()
+            << " s after the link came back\n";
+  const std::string line = chief_log.substr(chief_log.find("Unavailable: "));
+  EXPECT_THAT(line.substr(0, line.find('\n')), HasSubstr("/job:ps/replica:0/task:0"));
+  EXPECT_THAT(chief_log, HasSubstr("goes on with new sessions once the cluster answers again"));
+  std::string trimmed = chief_log.substr(0, chief_log.find_last_not_of('\n') + 1);
+  auto json = ParseJson(trimmed.substr(trimmed.rfind('\n') + 1));
+  ASSERT_TRUE(json.ok()) << chief_log;
+  EXPECT_GE(std::stod(json->Find("global_step")->number_text()), 3000);
+  EXPECT_LE(std::stod(json->Find("global_step")->number_text()), 3001);
+  EXPECT_GE(std::stod(json->Find("restarts")->number_text()), 1);
+  EXPECT_TRUE(json->Find("restored_devices")->items().empty()) << json->Serialize();
+  EXPECT_GT(std::stod(json->Find("test_accuracy")->number_text()), 0.8) << json->Serialize();
+  // Within 5 s of the cut (heartbeat), with a margin for a loaded machine.
+  EXPECT_LT(chief_ms, 8000);
+  EXPECT_LT(worker_ms, 8000);
 }
 
 TEST(NetnsTrainTest, BeyondLoopbackWithoutCredentialsExitsAtOnce) {

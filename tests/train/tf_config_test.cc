@@ -590,52 +590,82 @@ std::optional<std::chrono::steady_clock::time_point> WaitForText(
 // Either way the chief and the worker report the loss at once as
 // `Unavailable: ...` naming the task, build new sessions, and the run ends
 // at the step count asked for with a trained model.
-void RunPsChaos(bool kill_it) {
-  const std::string ckpt = TempDir("ps_chaos_ckpt");
-  const std::string logs = TempDir("ps_chaos_logs");
+// 2 ps + chief + worker (TfConfig2Ps), asynchronous, 3000 steps with a
+// checkpoint every 100, started by the test as their launcher; `ports` of
+// ps0, ps1, chief, worker once started.
+struct ChaosCluster {
+  std::string ckpt = TempDir("chaos_ckpt");
+  std::string logs = TempDir("chaos_logs");
   Children children;
-  const std::vector<int> zeros = {0, 0, 0, 0};
-  const std::vector<std::string> ps_args = {"train", "--checkpoint_dir=" + ckpt};
-  const size_t ps0 = children.Start("/job:ps/task:0", ps_args, {TfConfig2Ps("ps", 0, zeros)}, logs);
-  const size_t ps1 = children.Start("/job:ps/task:1", ps_args, {TfConfig2Ps("ps", 1, zeros)}, logs);
-  const std::vector<std::string> args = {"train",
-                                         "--data=" + std::string(kData),
-                                         "--steps=3000",
-                                         "--save_checkpoint_steps=100",
-                                         "--strategy=round_robin",
-                                         "--checkpoint_dir=" + ckpt,
-                                         "--format=json"};
-  const size_t worker =
-      children.Start("/job:worker/task:0", args, {TfConfig2Ps("worker", 0, zeros)}, logs);
-  const size_t chief =
-      children.Start("/job:chief/task:0", args, {TfConfig2Ps("chief", 0, zeros)}, logs);
-  ASSERT_TRUE(CollectPorts({&children.all[ps0], &children.all[ps1], &children.all[chief],
-                            &children.all[worker]},
-                           60000)
-                  .ok());
-  const std::vector<int> ports = {children.all[ps0].port, children.all[ps1].port,
-                                  children.all[chief].port, children.all[worker].port};
-  distributed::ClusterSpec spec;
-  spec.AddTask("chief", absl::StrCat("127.0.0.1:", ports[2]));
-  spec.AddTask("worker", absl::StrCat("127.0.0.1:", ports[3]));
-  spec.AddTask("ps", absl::StrCat("127.0.0.1:", ports[0]));
-  spec.AddTask("ps", absl::StrCat("127.0.0.1:", ports[1]));
-  for (size_t i : {ps0, ps1, worker, chief}) ASSERT_TRUE(SendCluster(children.all[i], spec).ok());
+  size_t ps0 = 0, ps1 = 0, chief = 0, worker = 0;
+  std::vector<int> ports;
+  std::vector<std::string> ps_args = {"train", "--checkpoint_dir=" + ckpt};
+  std::vector<std::string> args = {"train",
+                                   "--data=" + std::string(kData),
+                                   "--steps=3000",
+                                   "--save_checkpoint_steps=100",
+                                   "--strategy=round_robin",
+                                   "--checkpoint_dir=" + ckpt,
+                                   "--format=json"};
 
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int64_t seen_checkpoint = -1;
-  while (std::chrono::steady_clock::now() < deadline && !Reap(children.all[chief])) {
-    auto latest = client::Saver::LatestCheckpoint(ckpt);
-    if (latest.ok() && client::Saver::StepOfPrefix(*latest) >= 200) {
-      seen_checkpoint = client::Saver::StepOfPrefix(*latest);
-      break;
+  void Start() {
+    const std::vector<int> zeros = {0, 0, 0, 0};
+    ps0 = children.Start("/job:ps/task:0", ps_args, {TfConfig2Ps("ps", 0, zeros)}, logs);
+    ps1 = children.Start("/job:ps/task:1", ps_args, {TfConfig2Ps("ps", 1, zeros)}, logs);
+    worker = children.Start("/job:worker/task:0", args, {TfConfig2Ps("worker", 0, zeros)}, logs);
+    chief = children.Start("/job:chief/task:0", args, {TfConfig2Ps("chief", 0, zeros)}, logs);
+    ASSERT_TRUE(CollectPorts({&children.all[ps0], &children.all[ps1], &children.all[chief],
+                              &children.all[worker]},
+                             60000)
+                    .ok());
+    ports = {children.all[ps0].port, children.all[ps1].port, children.all[chief].port,
+             children.all[worker].port};
+    distributed::ClusterSpec spec;
+    spec.AddTask("chief", absl::StrCat("127.0.0.1:", ports[2]));
+    spec.AddTask("worker", absl::StrCat("127.0.0.1:", ports[3]));
+    spec.AddTask("ps", absl::StrCat("127.0.0.1:", ports[0]));
+    spec.AddTask("ps", absl::StrCat("127.0.0.1:", ports[1]));
+    for (size_t i : {ps0, ps1, worker, chief}) {
+      ASSERT_TRUE(SendCluster(children.all[i], spec).ok());
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+
+  // Waits for the checkpoint of a step >= 200; its step.
+  int64_t WaitForCheckpoint() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline && !Reap(children.all[chief])) {
+      auto latest = client::Saver::LatestCheckpoint(ckpt);
+      if (latest.ok() && client::Saver::StepOfPrefix(*latest) >= 200) {
+        return client::Saver::StepOfPrefix(*latest);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+  // The orchestrator's restart of `type`:`index`: the same task on its
+  // port, with `task_args`.
+  size_t Restart(const std::string& task, const std::string& type, int index,
+                 const std::vector<std::string>& task_args) {
+    return children.Start(task, task_args, {TfConfig2Ps(type, index, ports)}, logs,
+                          /*linked=*/false);
+  }
+};
+
+void RunPsChaos(bool kill_it) {
+  ChaosCluster cluster;
+  cluster.Start();
+  if (testing::Test::HasFatalFailure()) return;
+  Children& children = cluster.children;
+  const size_t ps0 = cluster.ps0, ps1 = cluster.ps1, chief = cluster.chief, worker = cluster.worker;
+  const int64_t seen_checkpoint = cluster.WaitForCheckpoint();
   ASSERT_GE(seen_checkpoint, 200) << ReadFile(children.all[chief].log_file);
   kill(children.all[ps1].pid, kill_it ? SIGKILL : SIGSTOP);
   const auto lost_at = std::chrono::steady_clock::now();
-  if (kill_it) Reap(children.all[ps1]);
+  // Gone (its port free) before anything restarts it.
+  if (kill_it) {
+    ASSERT_TRUE(WaitForExit(children.all[ps1], lost_at + std::chrono::seconds(10)));
+  }
   const std::string lost = "Unavailable: ";
   auto chief_saw =
       WaitForText(children.all[chief].log_file, lost, lost_at + std::chrono::seconds(30));
@@ -654,11 +684,10 @@ void RunPsChaos(bool kill_it) {
   size_t serving = ps1;
   if (kill_it) {
     // The orchestrator's restart: the same task on the same port.
-    serving = children.Start("/job:ps/task:1", ps_args, {TfConfig2Ps("ps", 1, ports)}, logs,
-                             /*linked=*/false);
+    serving = cluster.Restart("/job:ps/task:1", "ps", 1, cluster.ps_args);
   }
   const auto back = std::chrono::steady_clock::now();
-  deadline = back + std::chrono::seconds(150);
+  const auto deadline = back + std::chrono::seconds(150);
   ASSERT_TRUE(WaitForExit(children.all[chief], deadline)) << ReadFile(children.all[chief].log_file);
   ASSERT_TRUE(WaitForExit(children.all[worker], deadline))
       << ReadFile(children.all[worker].log_file);
@@ -709,6 +738,61 @@ void RunPsChaos(bool kill_it) {
     EXPECT_LT(chief_ms, 8000);
     EXPECT_LT(worker_ms, 8000);
   }
+}
+
+// Chaos, a trainer killed: SIGKILL of the chief (or of the worker) after
+// the checkpoint of step >= 200, then its restart on its port. The other
+// trainer's steps need only the PS tasks: it goes on without an error. The
+// restarted task finds every variable initialized and joins at the current
+// step (a chief restores nothing then), and the run ends at its step count.
+void RunTrainerChaos(bool chief_dies) {
+  ChaosCluster cluster;
+  cluster.Start();
+  if (testing::Test::HasFatalFailure()) return;
+  Children& children = cluster.children;
+  const size_t victim = chief_dies ? cluster.chief : cluster.worker;
+  const size_t other = chief_dies ? cluster.worker : cluster.chief;
+  const int64_t seen_checkpoint = cluster.WaitForCheckpoint();
+  ASSERT_GE(seen_checkpoint, 200) << ReadFile(children.all[cluster.chief].log_file);
+  kill(children.all[victim].pid, SIGKILL);
+  // Gone (its port free) before the restart, as an orchestrator restarts
+  // a container that exited.
+  ASSERT_TRUE(WaitForExit(children.all[victim],
+                          std::chrono::steady_clock::now() + std::chrono::seconds(10)));
+  const size_t again = chief_dies
+                           ? cluster.Restart("/job:chief/task:0", "chief", 0, cluster.args)
+                           : cluster.Restart("/job:worker/task:0", "worker", 0, cluster.args);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  ASSERT_TRUE(WaitForExit(children.all[again], deadline)) << ReadFile(children.all[again].log_file);
+  ASSERT_TRUE(WaitForExit(children.all[other], deadline)) << ReadFile(children.all[other].log_file);
+  const std::string again_log = ReadFile(children.all[again].log_file);
+  const std::string other_log = ReadFile(children.all[other].log_file);
+  ASSERT_TRUE(ExitedOk(children.all[again])) << again_log;
+  ASSERT_TRUE(ExitedOk(children.all[other])) << other_log;
+  EXPECT_EQ(other_log.find("Unavailable"), std::string::npos) << other_log;
+  auto restarted = ResultJson(again_log);
+  ASSERT_TRUE(restarted.ok()) << again_log;
+  EXPECT_GE(Num(*restarted, "global_step"), 3000) << restarted->Serialize();
+  EXPECT_LE(Num(*restarted, "global_step"), 3001);
+  EXPECT_TRUE(restarted->Find("restored_from_step")->is_null()) << restarted->Serialize();
+  EXPECT_TRUE(restarted->Find("restored_devices")->items().empty());
+  auto other_result = ResultJson(other_log);
+  ASSERT_TRUE(other_result.ok()) << other_log;
+  EXPECT_GE(Num(*other_result, "global_step"), 3000) << other_result->Serialize();
+  const JsonValue& chief_result = chief_dies ? *restarted : *other_result;
+  EXPECT_GT(Num(chief_result, "test_accuracy"), 0.8) << chief_result.Serialize();
+  std::cout << (chief_dies ? "chief" : "worker") << " killed after the checkpoint of step "
+            << seen_checkpoint << " and restarted: " << again_log.substr(again_log.rfind('{'));
+}
+
+TEST(TfConfigTest, AsyncTrainingOutlivesAChiefRestart) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunTrainerChaos(/*chief_dies=*/true);
+}
+
+TEST(TfConfigTest, AsyncTrainingOutlivesAWorkerRestart) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunTrainerChaos(/*chief_dies=*/false);
 }
 
 TEST(TfConfigTest, AsyncTrainingOutlivesAPsRestart) {
