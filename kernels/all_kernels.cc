@@ -23,6 +23,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterCollectiveKernels(r);
   RegisterInferenceKernels(r);
   RegisterParsingKernels(r);
+  RegisterViaFloatKernels(r);
 }
 
 const KernelRegistry& DefaultKernelRegistry() {

@@ -28,6 +28,9 @@ void RegisterDynamicPartitionKernels(KernelRegistry& r);
 void RegisterCollectiveKernels(KernelRegistry& r);  // collective_kernels.cc
 void RegisterInferenceKernels(KernelRegistry& r);   // inference_kernels.cc: Pad, BatchMatMul, ...
 void RegisterParsingKernels(KernelRegistry& r);     // parsing_kernels.cc: ParseExample(V2)
+// half / bfloat16 of MatMul, reductions, Softmax, Conv2D, ... through their
+// float kernels (via_float_kernels.cc); registered last.
+void RegisterViaFloatKernels(KernelRegistry& r);
 
 void RegisterAllKernels(KernelRegistry& r);
 

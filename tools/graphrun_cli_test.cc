@@ -194,6 +194,17 @@ TEST(GraphrunCliTest, HalfBfloat16AndComplexCompute) {
                "\"values\": [[-1, 3], [4, 2]]}}}\n");
 }
 
+// MatMul, Mean and Softmax in half and bfloat16, through float.
+TEST(GraphrunCliTest, HalfAndBfloat16MathOps) {
+  ExpectOutput(
+      {"run", Tf2("dtypes.pbtxt"), "--feed", "hm=[[1,2],[3,4]]", "--fetch", "hmatmul", "--fetch",
+       "hmean", "--fetch", "bsoftmax", "--format=json"},
+      "{\"fetches\": {\"hmatmul:0\": {\"dtype\": \"DT_HALF\", \"shape\": [2, 2], "
+      "\"values\": [7, 10, 15, 22]}, \"hmean:0\": {\"dtype\": \"DT_HALF\", \"shape\": [2], "
+      "\"values\": [8.5, 18.5]}, \"bsoftmax:0\": {\"dtype\": \"DT_BFLOAT16\", \"shape\": "
+      "[2, 2], \"values\": [0.26953125, 0.73046875, 0.26953125, 0.73046875]}}}\n");
+}
+
 TEST(GraphrunCliTest, ComplexFeedsAndCasts) {
   ExpectOutput({"run", Tf2("complex_feed.pbtxt"), "--feed", "z=[[1, 2], [3, -4]]", "--fetch", "re",
                 "--fetch", "w", "--fetch", "zz", "--format=json"},

@@ -1,7 +1,9 @@
 #include "util/json.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -345,22 +347,33 @@ std::string JsonQuote(absl::string_view s) {
   return out + "\"";
 }
 
-std::string FormatFloatShortest(float v) {
-  char buf[32];
-  for (int precision = 1; precision <= 9; ++precision) {
+namespace {
+
+// The shortest %g form of `v` that reads back as `v`; between 1 and 1e16
+// in magnitude, fixed notation rather than an exponent ("10", "150", not
+// "1e+01", "1.5e+02"), with as few decimals as read back exactly.
+template <typename F>
+std::string Shortest(F v, int max_precision, F (*parse)(const char*, char**)) {
+  char buf[48];
+  for (int precision = 1; precision <= max_precision; ++precision) {
     std::snprintf(buf, sizeof(buf), "%.*g", precision, static_cast<double>(v));
-    if (std::strtof(buf, nullptr) == v) break;
+    if (parse(buf, nullptr) == v) break;
+  }
+  const double mag = std::fabs(static_cast<double>(v));
+  if (std::strchr(buf, 'e') != nullptr && mag >= 1 && mag < 1e16) {
+    char fixed[48];
+    for (int decimals = 0; decimals <= max_precision; ++decimals) {
+      std::snprintf(fixed, sizeof(fixed), "%.*f", decimals, static_cast<double>(v));
+      if (parse(fixed, nullptr) == v) return fixed;
+    }
   }
   return buf;
 }
 
-std::string FormatDoubleShortest(double v) {
-  char buf[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
+}  // namespace
+
+std::string FormatFloatShortest(float v) { return Shortest<float>(v, 9, std::strtof); }
+
+std::string FormatDoubleShortest(double v) { return Shortest<double>(v, 17, std::strtod); }
 
 }  // namespace graphrun

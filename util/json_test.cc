@@ -62,6 +62,14 @@ TEST(JsonTest, ShortestFloats) {
   EXPECT_EQ(FormatDoubleShortest(0.1), "0.1");
   EXPECT_EQ(FormatDoubleShortest(0.1 + 0.2), "0.30000000000000004");
   EXPECT_EQ(FormatDoubleShortest(1e300), "1e+300");
+  // Between 1 and 1e16: fixed notation, not the shorter exponent form.
+  EXPECT_EQ(FormatFloatShortest(10.0f), "10");
+  EXPECT_EQ(FormatFloatShortest(-150.0f), "-150");
+  EXPECT_EQ(FormatFloatShortest(1e6f), "1000000");
+  EXPECT_EQ(FormatFloatShortest(1250.5f), "1250.5");
+  EXPECT_EQ(FormatDoubleShortest(3e15), "3000000000000000");
+  EXPECT_EQ(FormatDoubleShortest(1e16), "1e+16");
+  EXPECT_EQ(FormatDoubleShortest(0.0001), "0.0001");
 }
 
 }  // namespace
