@@ -6,10 +6,17 @@
 //   shape), or is an error when the default is empty (required);
 // - sparse key i: indices [N, 2] (example, position), values [N], shape
 //   [B, longest list];
-// a scalar `serialized` (V2) drops the batch dimension. A feature of the
-// wrong type or count, an unparsable proto, and ragged keys are
-// InvalidArgument naming the example and the key.
+// - ragged key k (V2): values [N] of every example's list in turn, and row
+//   splits [B + 1] (int32 or int64, ragged_split_types[k]) where example b's
+//   values are [splits[b], splits[b + 1]);
+// a scalar `serialized` (V2) drops the batch dimension (a ragged key's
+// values are then the one example's list, and its row splits are empty,
+// as tf.io.parse_single_example builds no RaggedTensor there). A feature
+// of the wrong type or count and an unparsable proto are InvalidArgument
+// naming the example and the key.
+#include <climits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -87,13 +94,17 @@ class ParseExampleOp : public OpKernel {
       dense_shapes_.push_back(PartialShape::FromProto(p));
     if (v2) {
       GR_CTX_CHECK_OK(c, c->GetAttr("ragged_value_types", &ragged_types_));
+      GR_CTX_CHECK_OK(c, c->GetAttr("ragged_split_types", &ragged_split_types_));
     }
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const size_t ns = sparse_types_.size(), nd = dense_types_.size();
     if (dense_shapes_.size() != nd) return Error("dense_shapes and Tdense differ in length");
-    if (!ragged_types_.empty()) return Error("ragged features are not supported");
+    const size_t nr = ragged_types_.size();
+    if (ragged_split_types_.size() != nr) {
+      return Error("ragged_value_types and ragged_split_types differ in length");
+    }
     // Inputs: serialized, names, then keys (V1: one scalar per key; V2:
     // one vector per kind), then the dense defaults.
     const Tensor& serialized = ctx->input(0);
@@ -104,14 +115,18 @@ class ParseExampleOp : public OpKernel {
     }
     const bool scalar = serialized.dims() == 0;
     const int64_t batch = scalar ? 1 : serialized.dim_size(0);
-    std::vector<std::string> sparse_keys, dense_keys;
+    std::vector<std::string> sparse_keys, dense_keys, ragged_keys;
     int next = 2;
     if (v2_) {
-      for (std::vector<std::string>* keys : {&sparse_keys, &dense_keys}) {
+      for (std::vector<std::string>* keys : {&sparse_keys, &dense_keys, &ragged_keys}) {
         const Tensor& k = ctx->input(next++);
+        if (k.dtype() != DT_STRING) return Error("keys must be strings");
         for (const std::string& s : k.flat<std::string>()) keys->push_back(s);
       }
-      if (ctx->input(next++).NumElements() != 0) return Error("ragged features are not supported");
+      if (ragged_keys.size() != nr) {
+        return Error(absl::StrCat("got ", ragged_keys.size(), " ragged keys for ", nr,
+                                  " ragged_value_types"));
+      }
     } else {
       for (size_t i = 0; i < ns; ++i)
         sparse_keys.push_back(ctx->input(next++).flat<std::string>()[0]);
@@ -227,17 +242,57 @@ class ParseExampleOp : public OpKernel {
       }
     }
 
+    // Ragged features.
+    std::vector<Tensor> ragged_values(nr), ragged_splits(nr);
+    for (size_t k = 0; k < nr; ++k) {
+      std::vector<int64_t> splits = {0};
+      for (int64_t b = 0; b < batch; ++b) {
+        const tensorflow::Feature* f = find(b, ragged_keys[k]);
+        int64_t n = 0;
+        if (f != nullptr) {
+          DataType t;
+          std::tie(n, t) = Describe(*f);
+          if (n > 0 && t != ragged_types_[k]) {
+            return wrong(b, ragged_keys[k],
+                         absl::StrCat("data type ", TypeName(t), " but expected ",
+                                      TypeName(ragged_types_[k])));
+          }
+        }
+        splits.push_back(splits.back() + n);
+      }
+      if (ragged_split_types_[k] == DT_INT32 && splits.back() > INT32_MAX) {
+        return Error(absl::StrCat("ragged key '", ragged_keys[k], "': ", splits.back(),
+                                  " values do not fit int32 row splits"));
+      }
+      ragged_values[k] = Tensor(ragged_types_[k], TensorShape({splits.back()}));
+      for (int64_t b = 0; b < batch; ++b) {
+        if (splits[b + 1] == splits[b]) continue;
+        CopyValues(*find(b, ragged_keys[k]), ragged_types_[k], &ragged_values[k], splits[b]);
+      }
+      const int64_t num_splits = scalar ? 0 : batch + 1;
+      ragged_splits[k] = Tensor(ragged_split_types_[k], TensorShape({num_splits}));
+      for (int64_t i = 0; i < num_splits; ++i) {
+        if (ragged_split_types_[k] == DT_INT32) {
+          ragged_splits[k].base<int32_t>()[i] = static_cast<int32_t>(splits[i]);
+        } else {
+          ragged_splits[k].base<int64_t>()[i] = splits[i];
+        }
+      }
+    }
+
     int out = 0;
     for (auto& t : indices) ctx->set_output(out++, std::move(t));
     for (auto& t : values) ctx->set_output(out++, std::move(t));
     for (auto& t : shapes) ctx->set_output(out++, std::move(t));
     for (auto& t : dense) ctx->set_output(out++, std::move(t));
+    for (auto& t : ragged_values) ctx->set_output(out++, std::move(t));
+    for (auto& t : ragged_splits) ctx->set_output(out++, std::move(t));
     return absl::OkStatus();
   }
 
  private:
   bool v2_;
-  DataTypeVector sparse_types_, dense_types_, ragged_types_;
+  DataTypeVector sparse_types_, dense_types_, ragged_types_, ragged_split_types_;
   std::vector<PartialShape> dense_shapes_;
 };
 

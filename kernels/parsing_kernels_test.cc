@@ -82,6 +82,56 @@ TEST(ParseExampleTest, BadExamplesNameTheExampleAndKey) {
   EXPECT_THAT(s.message(), HasSubstr("example 0: could not parse a tf.Example"));
 }
 
+// Ragged "tags" (string, int64 splits) and "score" (float, int32 splits)
+// besides dense "age": the values of each example in turn, and row splits
+// that bound each example's part; an example without the key has an empty
+// row. A scalar input: the one example's values, no row splits.
+OpTester Ragged(const Tensor& serialized) {
+  OpTester t("ParseExampleV2");
+  t.Attr("Tdense", std::vector<DataType>{DT_INT64})
+      .Attr("num_sparse", int64_t{0})
+      .Attr("sparse_types", std::vector<DataType>{})
+      .Attr("ragged_value_types", std::vector<DataType>{DT_STRING, DT_FLOAT})
+      .Attr("ragged_split_types", std::vector<DataType>{DT_INT64, DT_INT32})
+      .Attr("dense_shapes", Shapes({{}}))
+      .Input(serialized)
+      .Input(Tensor::FromVector<std::string>({}))
+      .Input(Tensor::FromVector<std::string>({}))
+      .Input(Tensor::FromVector<std::string>({"age"}))
+      .Input(Tensor::FromVector<std::string>({"tags", "score"}))
+      .Input(Tensor::FromVector<int64_t>({-1}));
+  return t;
+}
+
+TEST(ParseExampleTest, RaggedFeaturesGiveValuesAndRowSplits) {
+  OpTester t = Ragged(Tensor::FromVector<std::string>(
+      {Serialize(30, {"a", "b"}, {0.5}), Serialize(40, {}, {}), Serialize(-1, {"c"}, {1, 2, 3})}));
+  auto out = t.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 5u);  // dense, 2 ragged values, 2 row splits
+  Expect(Tensor::FromVector<int64_t>({30, 40, -1}), (*out)[0]);
+  Expect(Tensor::FromVector<std::string>({"a", "b", "c"}), (*out)[1]);
+  Expect(Tensor::FromVector<float>({0.5, 1, 2, 3}), (*out)[2]);
+  Expect(Tensor::FromVector<int64_t>({0, 2, 2, 3}), (*out)[3]);
+  Expect(Tensor::FromVector<int32_t>({0, 1, 1, 4}), (*out)[4]);
+
+  OpTester single = Ragged(Tensor::Scalar<std::string>(Serialize(7, {"x", "y"}, {})));
+  out = single.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  Expect(Tensor::Scalar<int64_t>(7), (*out)[0]);
+  Expect(Tensor::FromVector<std::string>({"x", "y"}), (*out)[1]);
+  EXPECT_EQ((*out)[2].shape(), TensorShape({0}));
+  EXPECT_EQ((*out)[3].shape(), TensorShape({0}));
+  EXPECT_EQ((*out)[4].dtype(), DT_INT32);
+
+  tensorflow::Example e;
+  (*e.mutable_features()->mutable_feature())["score"].mutable_int64_list()->add_value(1);
+  OpTester bad =
+      Ragged(Tensor::FromVector<std::string>({Serialize(1, {}, {}), e.SerializeAsString()}));
+  EXPECT_THAT(bad.Run().status().message(),
+              HasSubstr("example 1, key 'score': data type int64 but expected float"));
+}
+
 TEST(ParseExampleTest, V1TakesOneScalarPerKey) {
   OpTester t("ParseExample");
   t.Attr("Nsparse", int64_t{0})

@@ -1,7 +1,7 @@
 // tf.Example parsing: ParseExample and ParseExampleV2, as TensorFlow
 // Serving's classify and regress signatures use them on serialized
 // examples fed as strings. Names, arguments and attrs follow TensorFlow's
-// parsing_ops.cc; ragged features are not supported (the kernel says so).
+// parsing_ops.cc.
 #include "absl/strings/str_cat.h"
 #include "graph/ops/all_ops.h"
 #include "graph/status.h"
@@ -12,7 +12,7 @@ namespace {
 constexpr char kFeatureTypes[] = "{float, int64, string}";
 
 // serialized [B] (or a scalar for V2): sparse outputs [?, rank+1], [?],
-// [rank+1]; dense outputs [B] + dense_shapes[j].
+// [rank+1]; dense outputs [B] + dense_shapes[j]; ragged ones below.
 absl::Status ParseExampleShape(ShapeContext& c, int num_sparse, int num_dense) {
   const PartialShape& s = c.input(0);
   const bool scalar = s.known_rank() && s.rank() == 0;
@@ -42,7 +42,13 @@ absl::Status ParseExampleShape(ShapeContext& c, int num_sparse, int num_dense) {
     for (int64_t x : dense_shapes[j].dims()) d.push_back(x);
     c.set_output(out++, PartialShape(absl::MakeConstSpan(d)));
   }
-  for (; out < c.num_outputs(); ++out) c.set_output(out, PartialShape());
+  // V2's ragged keys: values [?] each, then row splits [B + 1] ([0] for
+  // a scalar input).
+  const int num_ragged = (c.num_outputs() - out) / 2;
+  for (int k = 0; k < num_ragged; ++k) c.set_output(out++, PartialShape({-1}));
+  for (int k = 0; k < num_ragged; ++k) {
+    c.set_output(out++, PartialShape({scalar ? 0 : batch >= 0 ? batch + 1 : -1}));
+  }
   return absl::OkStatus();
 }
 
