@@ -53,6 +53,7 @@ void RegisterAllGradients(GradientRegistry& r) {
   RegisterMathGradients(r);
   RegisterNnGradients(r);
   RegisterArrayGradients(r);
+  RegisterControlFlowGradients(r);
 }
 
 const GradientRegistry& DefaultGradientRegistry() {

@@ -23,9 +23,10 @@
 // VarHandleOp output, and ReadVariableOp / ResourceGather pass the gradient
 // to it (dense, or IndexedSlices from ResourceGather).
 //
-// Not supported: control flow (Switch/Merge/loops) on the path — such ops
-// have no gradient function and the call fails with Unimplemented naming
-// the node. Thread-safety: as the Scope's (one thread per graph).
+// Conditionals built of Switch and Merge (tf.cond's ops) are differentiated
+// (grad_control_flow.cc); loops (Enter/Exit/NextIteration) are not: such
+// ops have no gradient function and the call fails with Unimplemented
+// naming the node. Thread-safety: as the Scope's (one thread per graph).
 #ifndef GRAPHRUN_CLIENT_TRAIN_GRADIENTS_H_
 #define GRAPHRUN_CLIENT_TRAIN_GRADIENTS_H_
 
@@ -90,9 +91,10 @@ class GradientRegistry {
 };
 
 // Registration functions (no static initializers), one per family.
-void RegisterMathGradients(GradientRegistry& r);   // grad_math.cc
-void RegisterNnGradients(GradientRegistry& r);     // grad_nn.cc
-void RegisterArrayGradients(GradientRegistry& r);  // grad_array.cc
+void RegisterMathGradients(GradientRegistry& r);         // grad_math.cc
+void RegisterNnGradients(GradientRegistry& r);           // grad_nn.cc
+void RegisterArrayGradients(GradientRegistry& r);        // grad_array.cc
+void RegisterControlFlowGradients(GradientRegistry& r);  // grad_control_flow.cc
 void RegisterAllGradients(GradientRegistry& r);
 
 // The registry with every built-in gradient, built on first use.

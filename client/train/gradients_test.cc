@@ -276,6 +276,49 @@ TEST(GradientsTest, ErrorsNameTheNode) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A conditional of Switch and Merge, as tf.cond builds it:
+//   y = x > 0 ? x * x : -3 * x,   z = x > 0 ? x * x : 5 (a constant branch)
+// dy/dx is 2x or -3, dz/dx 2x or 0 (zeros routed to the branch without a
+// gradient), each from the branch taken; the other branch's gradient ops
+// are dead and never run. A loop's Enter on the path is Unimplemented.
+TEST(GradientsTest, ThroughSwitchAndMerge) {
+  Scope s = Scope::NewRootScope();
+  Output x = Placeholder(s, DT_DOUBLE, PartialShape({}));
+  Output pred = internal::Binary(s, "Greater", x, internal::ScalarOf(s, 0, DT_DOUBLE));
+  std::vector<Output> sw = Op(s, "Switch").In(x).In(pred).Outs();
+  Output t = internal::Mul(s, sw[1], sw[1]);
+  Output f = internal::Mul(s, sw[0], internal::ScalarOf(s, -3, DT_DOUBLE));
+  Output y = Op(s, "Merge").InList(InputList({f, t})).Out(0);
+  // The constant branch hangs off a pivot (Identity of pred's own false
+  // output), as tf.cond anchors its constants.
+  std::vector<Output> pivots = Op(s, "Switch").In(pred).In(pred).Outs();
+  Output pivot_f = internal::Identity(s, pivots[0]);
+  Output five =
+      internal::ScalarOf(s.WithControlDependencies({Operation(pivot_f.node())}), 5, DT_DOUBLE);
+  Output z = Op(s, "Merge").InList(InputList({five, t})).Out(0);
+  auto g = AddSymbolicGradients(s, {y}, {x}, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto gz = AddSymbolicGradients(s, {z}, {x}, {});
+  ASSERT_TRUE(gz.ok()) << gz.status();
+  ClientSession session(s);
+  for (double v : {2.0, -1.0}) {
+    auto r = session.Run({{x, Tensor::Scalar<double>(v)}}, {y, (*g)[0], z, (*gz)[0]});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ((*r)[0].scalar<double>(), v > 0 ? v * v : -3 * v);
+    EXPECT_EQ((*r)[1].scalar<double>(), v > 0 ? 2 * v : -3);
+    EXPECT_EQ((*r)[2].scalar<double>(), v > 0 ? v * v : 5);
+    EXPECT_EQ((*r)[3].scalar<double>(), v > 0 ? 2 * v : 0);
+  }
+
+  Output entered = Op(s.WithOpName("loop_enter"), "Enter")
+                       .In(x)
+                       .Attr("frame_name", client::internal::AttrString("loop"))
+                       .Out();
+  auto loop = AddSymbolicGradients(s, {internal::Square(s, entered)}, {x}, {});
+  EXPECT_EQ(loop.status().code(), absl::StatusCode::kUnimplemented) << loop.status();
+  EXPECT_THAT(loop.status().message(), HasSubstr("'loop_enter'"));
+}
+
 // Resource variables: ReadVariableOp passes the gradient to the handle;
 // ResourceGather gives IndexedSlices.
 TEST(GradientsTest, ResourceVariableDenseAndSparse) {
