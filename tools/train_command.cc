@@ -387,6 +387,7 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     err << StatusToLine(c.status()) << "\n";
     return kExitUsage;
   }
+  TraceWritten().store(false);
   if (c->evaluator || (!c->local && client::trainer::TfConfigTaskIs(*c, "evaluator"))) {
     // The evaluator task of any distribution: it reads the chief's
     // checkpoints, and needs no server.
@@ -418,16 +419,21 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     err << StatusToLine(r.status()) << "\n";
     return kExitFailure;  // usage errors were found by ParseTrainFlags
   }
-  if (c->on_trace && !TraceWritten().load()) {
+  if (c->on_trace && !TraceWritten().load() && r->test_accuracy.has_value()) {
     // Asynchronous workers can take the steps a chief needed to reach
-    // the traced window; that is worth a line, not a failed run.
+    // the traced window; that is worth a line, not a failed run. (Only
+    // the chief, which evaluates, traces.)
     err << "graphrun train: --trace_dir: nothing traced: training ended before the chief ran "
         << c->trace_warmup_steps << " steps (--trace_warmup_steps)\n";
   }
   if (!c->json_only) {
     out << "trained to global step " << r->global_step
-        << (r->restored_from_step ? absl::StrCat(" (resumed from ", *r->restored_from_step, ")")
-                                  : std::string())
+        << (!r->restored_devices.empty()
+                ? absl::StrCat(" (", absl::StrJoin(r->restored_devices, ", "),
+                               " restored from the checkpoint of step ",
+                               r->restored_from_step.value_or(-1), ")")
+            : r->restored_from_step ? absl::StrCat(" (resumed from ", *r->restored_from_step, ")")
+                                    : std::string())
         << ": " << absl::StrFormat("%.0f", r->examples_per_sec) << " examples/s, test accuracy "
         << (r->test_accuracy ? absl::StrFormat("%.4f", *r->test_accuracy) : "n/a")
         << (r->checkpoint.empty() ? std::string() : ", checkpoint " + r->checkpoint) << "\n";

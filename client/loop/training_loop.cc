@@ -116,9 +116,9 @@ absl::StatusOr<std::optional<int64_t>> TrainingLoop::PrepareVariables(
       if (!absl::IsUnavailable(r.status())) return r;
       if (options_.stop != nullptr && options_.stop->load()) return r;
       if (std::chrono::steady_clock::now() > deadline) {
-        return absl::UnavailableError(
-            absl::StrCat("TrainingLoop: a task the chief needs did not come up within ",
-                         absl::FormatDuration(options_.init_timeout), ": ", r.status().message()));
+        return absl::UnavailableError(absl::StrCat(kTaskNotUpMessage, " within ",
+                                                   absl::FormatDuration(options_.init_timeout),
+                                                   ": ", r.status().message()));
       }
       std::this_thread::sleep_for(absl::ToChronoMilliseconds(options_.init_poll_interval));
     }
@@ -146,7 +146,10 @@ absl::StatusOr<std::optional<int64_t>> TrainingLoop::PrepareVariables(
 absl::StatusOr<std::optional<int64_t>> TrainingLoop::InitializeOrRestore(
     const ClientSession& session) {
   restored_devices_.clear();
-  GR_ASSIGN_OR_RETURN(std::vector<bool> flags, InitializedFlags(session));
+  std::vector<bool> flags;
+  if (options_.keep_initialized_variables) {
+    GR_ASSIGN_OR_RETURN(flags, InitializedFlags(session));
+  }
   std::vector<std::string> lost;
   for (size_t i = 0; i < flags.size(); ++i) {
     if (!flags[i]) lost.push_back(graph_.variables[i].name());

@@ -6,13 +6,13 @@
 //        chief     restores the newest checkpoint of `checkpoint_dir` (the
 //                  summary's restored_from_step), else runs init_op; while
 //                  a task it needs is Unavailable (not up yet), retries
-//                  until init_timeout. Variables that already hold values
-//                  are kept: when all do (a chief restarted while its
-//                  parameter servers stayed up) nothing is restored; when
-//                  some do (one parameter server restarted), only the
-//                  saver shards holding the others are restored
-//                  (restored_devices), and without a checkpoint that is
-//                  FailedPrecondition naming them;
+//                  until init_timeout. With keep_initialized_variables
+//                  (a replica rebuilt after a task was lost), variables
+//                  that still hold values are kept: when all do, nothing
+//                  is restored; when some do (one parameter server
+//                  restarted), only the saver shards holding the others
+//                  are restored (restored_devices), and without a
+//                  checkpoint that is FailedPrecondition naming them;
 //        non-chief polls VarIsInitializedOp on every variable until all are
 //                  initialized (DeadlineExceeded after init_timeout);
 //   2. runs iterator_init, then steps: train_op plus the metrics and the
@@ -168,9 +168,17 @@ struct TrainingLoopOptions {
   // output_partition_graphs), and their RunMetadata, every task's step
   // stats, go to on_trace together (fewer when training ends first).
   int64_t trace_after_steps = -1;
+  // The chief keeps the values variables still hold and restores only the
+  // lost ones (see step 1 above). Off, as TensorFlow's SessionManager: a
+  // checkpoint is restored whole, else init_op runs.
+  bool keep_initialized_variables = false;
   int trace_steps = 3;
   std::function<void(std::vector<tensorflow::RunMetadata>)> on_trace;
 };
+
+// The start of the chief's error when a task it needs never answered
+// within init_timeout.
+inline constexpr char kTaskNotUpMessage[] = "TrainingLoop: a task the chief needs did not come up";
 
 class TrainingLoop {
  public:

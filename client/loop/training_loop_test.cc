@@ -138,9 +138,11 @@ SessionOptions TwoCpus() {
 
 // The chief of a cluster one of whose tasks restarted: w (on CPU:1) lost
 // its value, global_step (CPU:0) kept it. A new loop on the same session
-// restores CPU:1's shard alone from the checkpoint and goes on from the
-// current step; when every variable holds a value it restores nothing;
-// without a checkpoint it is FailedPrecondition naming the lost variable.
+// with keep_initialized_variables restores CPU:1's shard alone from the
+// checkpoint and goes on from the current step; when every variable holds
+// a value it restores nothing; without a checkpoint it is
+// FailedPrecondition naming the lost variable. Without the option the
+// newest checkpoint is restored whole.
 TEST(TrainingLoopTest, ChiefRestoresOnlyTheVariablesThatLostTheirValues) {
   std::string dir = TempDir();
   Scope root = Scope::NewRootScope();
@@ -157,11 +159,12 @@ TEST(TrainingLoopTest, ChiefRestoresOnlyTheVariablesThatLostTheirValues) {
   g.global_step = &gs;
   g.variables = {w, gs};
   g.init_op = GlobalVariablesInitializer(root);
-  auto loop_to = [&](int64_t last_step, const std::string& ckpt) {
+  auto loop_to = [&](int64_t last_step, const std::string& ckpt, bool keep = true) {
     TrainingLoopOptions o;
     o.checkpoint_dir = ckpt;
     o.last_step = last_step;
     o.save_at_end = !ckpt.empty();
+    o.keep_initialized_variables = keep;
     return TrainingLoop::Create(root, g, o);
   };
   auto first = loop_to(5, dir);
@@ -209,6 +212,17 @@ TEST(TrainingLoopTest, ChiefRestoresOnlyTheVariablesThatLostTheirValues) {
       << sum.status();
   EXPECT_NE(std::string(sum.status().message()).find("'w'"), std::string::npos) << sum.status();
   EXPECT_EQ((*s.Run({gs.Read()}))[0].scalar<int64_t>(), 10);  // not reset by init_op
+
+  // Without keep_initialized_variables (a fresh start, TensorFlow's
+  // SessionManager): the newest checkpoint (step 10) is restored whole.
+  auto fifth = loop_to(11, dir, /*keep=*/false);
+  ASSERT_TRUE(fifth.ok()) << fifth.status();
+  sum = (*fifth)->Run(s);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  ASSERT_TRUE(sum->restored_from_step.has_value());
+  EXPECT_EQ(*sum->restored_from_step, 10);
+  EXPECT_TRUE(sum->restored_devices.empty());
+  EXPECT_EQ((*s.Run({w.Read()}))[0].scalar<float>(), 8 + 1);
 }
 
 TEST(TrainingLoopTest, NonChiefWaitsForInitThenTrains) {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -360,28 +361,40 @@ namespace {
 absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distributed::TfConfig& cfg,
                                             distributed::GrpcServer* server, std::ostream* log) {
   const std::string task = absl::StrCat("/job:", cfg.task_type, "/task:", cfg.task_index);
+  TrainConfig again = c;
   int recoveries = 0;
   std::set<std::string> restored;
   while (true) {
-    absl::StatusOr<TrainResult> r = TrainReplicated(
-        c, cfg.cluster, {{cfg.task_type, cfg.task_index}}, {server->target()}, log, nullptr);
+    absl::StatusOr<TrainResult> r =
+        TrainReplicated(recoveries == 0 ? c : again, cfg.cluster, {{cfg.task_type, cfg.task_index}},
+                        {server->target()}, log, nullptr);
     if (r.ok()) {
       restored.insert(r->restored_devices.begin(), r->restored_devices.end());
       r->restored_devices.assign(restored.begin(), restored.end());
       r->restarts = recoveries;
       return r;
     }
-    const bool lost_task = absl::IsUnavailable(r.status()) || absl::IsAborted(r.status());
+    // A task lost while training (Unavailable, Aborted for a restarted
+    // one). Not the first run's wait for a task that never came up (a
+    // wrong address or credentials: waiting longer would not help), and,
+    // once recovering, a worker's wait for the chief to restore counts too.
+    const absl::Status& s = r.status();
+    const bool lost_task =
+        ((absl::IsUnavailable(s) || absl::IsAborted(s)) &&
+         !(recoveries == 0 && absl::StartsWith(s.message(), client::kTaskNotUpMessage))) ||
+        (recoveries > 0 && absl::IsDeadlineExceeded(s));
     if (!lost_task || (c.stop != nullptr && c.stop->load())) return r;
     if (recoveries == c.max_restarts) {
-      return absl::Status(r.status().code(), absl::StrCat(r.status().message(), " (after ",
-                                                          recoveries, " recoveries)"));
+      return absl::Status(s.code(),
+                          absl::StrCat(s.message(), " (after ", recoveries, " recoveries)"));
     }
     ++recoveries;
-    std::cerr << StatusToLine(r.status()) << "\n"
+    std::cerr << StatusToLine(s) << "\n"
               << "graphrun train: " << task
               << " goes on with new sessions once the cluster answers again (recovery "
               << recoveries << " of at most " << c.max_restarts << ")" << std::endl;
+    // From now on the variables that survived keep their values.
+    again.keep_initialized_variables = true;
   }
 }
 

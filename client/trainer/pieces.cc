@@ -286,6 +286,7 @@ client::TrainingLoopOptions LoopOptions(const TrainConfig& c, int64_t last_step,
   o.last_step = last_step;
   o.examples_per_step = examples_per_step;
   o.stop = stop;
+  o.keep_initialized_variables = c.keep_initialized_variables;
   return o;
 }
 

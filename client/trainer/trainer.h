@@ -123,6 +123,9 @@ struct TrainConfig {
   // and hands their RunMetadata (every task of each step) to on_trace
   // (`graphrun train --trace_dir`). Null: no trace.
   std::function<void(std::vector<tensorflow::RunMetadata>)> on_trace;
+  // Set by the in-place recovery of a TF_CONFIG task for the runs after a
+  // loss (TrainingLoopOptions::keep_initialized_variables).
+  bool keep_initialized_variables = false;
   int trace_steps = 3;
   int64_t trace_warmup_steps = 20;
 };

@@ -32,6 +32,7 @@
 #include "distributed/process_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/sanitizers.h"
 #include "util/json.h"
 
 namespace graphrun {
@@ -463,9 +464,11 @@ TEST(NetnsTrainTest, AsyncTrainingOutlivesACutLink) {
   EXPECT_GE(std::stod(json->Find("restarts")->number_text()), 1);
   EXPECT_TRUE(json->Find("restored_devices")->items().empty()) << json->Serialize();
   EXPECT_GT(std::stod(json->Find("test_accuracy")->number_text()), 0.8) << json->Serialize();
-  // Within 5 s of the cut (heartbeat), with a margin for a loaded machine.
-  EXPECT_LT(chief_ms, 8000);
-  EXPECT_LT(worker_ms, 8000);
+  if (!kSanitized) {
+    // Within 5 s of the cut (heartbeat), with a margin for a loaded machine.
+    EXPECT_LT(chief_ms, 8000);
+    EXPECT_LT(worker_ms, 8000);
+  }
 }
 
 TEST(NetnsTrainTest, BeyondLoopbackWithoutCredentialsExitsAtOnce) {
