@@ -3,7 +3,10 @@
 // tensors, as TensorFlow's example parser does:
 // - dense key j: a [B] + dense_shapes[j] tensor; an example without the
 //   feature takes dense_defaults[j] (one value broadcast, or the whole
-//   shape), or is an error when the default is empty (required);
+//   shape), or is an error when the default is empty (required); a shape
+//   whose first dimension is unknown ([-1] + rest, a variable-length
+//   feature, tf.io.FixedLenSequenceFeature) gives [B, longest] + rest,
+//   each example's rows padded with the default (zeros or "" without one);
 // - sparse key i: indices [N, 2] (example, position), values [N], shape
 //   [B, longest list];
 // - ragged key k (V2): values [N] of every example's list in turn, and row
@@ -14,7 +17,9 @@
 // as tf.io.parse_single_example builds no RaggedTensor there). A feature
 // of the wrong type or count and an unparsable proto are InvalidArgument
 // naming the example and the key.
+#include <algorithm>
 #include <climits>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -147,7 +152,8 @@ class ParseExampleOp : public OpKernel {
         return Error(absl::StrCat("example ", b, ": could not parse a tf.Example"));
       }
     }
-    auto find = [&](int64_t b, const std::string& key) -> const tensorflow::Feature* {
+    std::function<const tensorflow::Feature*(int64_t, const std::string&)> find =
+        [&](int64_t b, const std::string& key) -> const tensorflow::Feature* {
       const auto& m = examples[b].features().feature();
       auto it = m.find(key);
       return it == m.end() ? nullptr : &it->second;
@@ -197,10 +203,9 @@ class ParseExampleOp : public OpKernel {
     std::vector<Tensor> dense(nd);
     for (size_t j = 0; j < nd; ++j) {
       if (!dense_shapes_[j].fully_defined()) {
-        return Error(absl::StrCat("dense key '", dense_keys[j], "': shape ",
-                                  dense_shapes_[j].DebugString(),
-                                  " is not fully defined (variable-length dense features are "
-                                  "not supported)"));
+        GR_ASSIGN_OR_RETURN(dense[j], VarLenDense(dense_keys[j], dense_types_[j], dense_shapes_[j],
+                                                  *defaults[j], batch, scalar, find));
+        continue;
       }
       const TensorShape row = dense_shapes_[j].ToTensorShape();
       const int64_t per = row.num_elements();
@@ -291,6 +296,73 @@ class ParseExampleOp : public OpKernel {
   }
 
  private:
+  // A variable-length dense key (tf.io.FixedLenSequenceFeature): its shape
+  // [-1] + rest, each example's values as rows of `rest`, the batch padded
+  // to the longest with the default (one value; none: zeros or "").
+  absl::StatusOr<Tensor> VarLenDense(
+      const std::string& key, DataType dtype, const PartialShape& shape, const Tensor& def,
+      int64_t batch, bool scalar,
+      const std::function<const tensorflow::Feature*(int64_t, const std::string&)>& find) const {
+    bool varlen = shape.known_rank() && shape.rank() >= 1 && shape.dim(0) < 0;
+    TensorShape rest;
+    for (int d = 1; varlen && d < shape.rank(); ++d) {
+      if (shape.dim(d) < 0) varlen = false;
+      if (varlen) rest.AddDim(shape.dim(d));
+    }
+    if (!varlen) {
+      return Error(absl::StrCat("dense key '", key, "': shape ", shape.DebugString(),
+                                " is not fully defined (only the first dimension may be unknown, "
+                                "for a variable-length feature)"));
+    }
+    if (def.dtype() != dtype) {
+      return Error(absl::StrCat("dense key '", key, "': default of type ",
+                                DataTypeString(def.dtype()), " for ", TypeName(dtype)));
+    }
+    if (def.NumElements() > 1) {
+      return Error(absl::StrCat("dense key '", key, "': a variable-length feature's default is ",
+                                "one padding value, got ", def.NumElements()));
+    }
+    const int64_t stride = rest.num_elements();
+    std::vector<int64_t> rows(static_cast<size_t>(batch), 0);
+    int64_t longest = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      const tensorflow::Feature* f = find(b, key);
+      if (f == nullptr) continue;
+      auto [n, t] = Describe(*f);
+      if (n == 0) continue;
+      auto wrong = [&](absl::string_view why) {
+        return Error(absl::StrCat("example ", b, ", key '", key, "': ", why));
+      };
+      if (t != dtype) {
+        return wrong(absl::StrCat("data type ", TypeName(t), " but expected ", TypeName(dtype)));
+      }
+      if (stride == 0 || n % stride != 0) {
+        return wrong(absl::StrCat(n, " values are not rows of ", rest.DebugString(), " (the shape ",
+                                  shape.DebugString(), ")"));
+      }
+      rows[b] = n / stride;
+      longest = std::max(longest, rows[b]);
+    }
+    TensorShape out_shape = rest;
+    out_shape.InsertDim(0, longest);
+    if (!scalar) out_shape.InsertDim(0, batch);
+    GR_ASSIGN_OR_RETURN(Tensor out,
+                        Tensor::Allocate(dtype, out_shape,
+                                         absl::StrCat("node '", name(), "' (op ", type_string(),
+                                                      "), dense key '", key, "': ")));
+    const Tensor pad = def.NumElements() == 1 ? def
+                       : dtype == DT_FLOAT    ? Tensor::Scalar<float>(0)
+                       : dtype == DT_INT64    ? Tensor::Scalar<int64_t>(0)
+                                              : Tensor::Scalar<std::string>("");
+    const int64_t per = longest * stride;
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t filled = rows[b] * stride;
+      if (filled > 0) CopyValues(*find(b, key), dtype, &out, b * per);
+      CopyDefault(pad, per - filled, &out, b * per + filled);
+    }
+    return out;
+  }
+
   bool v2_;
   DataTypeVector sparse_types_, dense_types_, ragged_types_, ragged_split_types_;
   std::vector<PartialShape> dense_shapes_;

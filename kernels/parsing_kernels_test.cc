@@ -132,6 +132,44 @@ TEST(ParseExampleTest, RaggedFeaturesGiveValuesAndRowSplits) {
               HasSubstr("example 1, key 'score': data type int64 but expected float"));
 }
 
+// A variable-length dense key (tf.io.FixedLenSequenceFeature, shape
+// [-1, 2]): each example's values as rows of 2, padded to the longest with
+// the default (-1), or zeros without one; a count that is not whole rows
+// names the example and the key.
+TEST(ParseExampleTest, VariableLengthDenseFeaturesArePadded) {
+  auto parse = [](std::vector<std::string> serialized, Tensor def) {
+    OpTester t("ParseExampleV2");
+    t.Attr("Tdense", std::vector<DataType>{DT_FLOAT})
+        .Attr("num_sparse", int64_t{0})
+        .Attr("sparse_types", std::vector<DataType>{})
+        .Attr("ragged_value_types", std::vector<DataType>{})
+        .Attr("ragged_split_types", std::vector<DataType>{})
+        .Attr("dense_shapes", Shapes({{-1, 2}}))
+        .Input(Tensor::FromVector<std::string>(serialized))
+        .Input(Tensor::FromVector<std::string>({}))
+        .Input(Tensor::FromVector<std::string>({}))
+        .Input(Tensor::FromVector<std::string>({"score"}))
+        .Input(Tensor::FromVector<std::string>({}))
+        .Input(def);
+    return t.Run();
+  };
+  const std::vector<std::string> batch = {Serialize(1, {}, {1, 2, 3, 4}), Serialize(2, {}, {}),
+                                          Serialize(3, {}, {5, 6})};
+  auto out = parse(batch, Tensor::FromVector<float>({-1}));
+  ASSERT_TRUE(out.ok()) << out.status();
+  Expect(
+      Tensor::FromVector<float>({1, 2, 3, 4, -1, -1, -1, -1, 5, 6, -1, -1}, TensorShape({3, 2, 2})),
+      (*out)[0]);
+  out = parse(batch, Tensor(DT_FLOAT, TensorShape({0})));
+  ASSERT_TRUE(out.ok()) << out.status();
+  Expect(Tensor::FromVector<float>({1, 2, 3, 4, 0, 0, 0, 0, 5, 6, 0, 0}, TensorShape({3, 2, 2})),
+         (*out)[0]);
+  auto bad = parse({Serialize(1, {}, {1, 2}), Serialize(2, {}, {1, 2, 3})},
+                   Tensor::FromVector<float>({0}));
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("example 1, key 'score': 3 values are not rows of [2]"));
+}
+
 TEST(ParseExampleTest, V1TakesOneScalarPerKey) {
   OpTester t("ParseExample");
   t.Attr("Nsparse", int64_t{0})
