@@ -207,6 +207,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c,
     if (strategy.is_chief()) chief_at = static_cast<int>(i);
     runs[i].hook = std::make_shared<ProgressHook>(
         &progress, strategy.is_chief(), control != nullptr ? control->stop() : c.stop, &stop);
+    runs[i].hook->steps_done = c.steps_done;
     client::TrainingLoopOptions lo = LoopOptions(c, last_step, batch, &stop);
     lo.hooks = {runs[i].hook};
     GR_RETURN_IF_ERROR(AddSummaryHook(c, strategy.is_chief(), &lo));
@@ -361,13 +362,17 @@ namespace {
 absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distributed::TfConfig& cfg,
                                             distributed::GrpcServer* server, std::ostream* log) {
   const std::string task = absl::StrCat("/job:", cfg.task_type, "/task:", cfg.task_index);
-  TrainConfig again = c;
-  int recoveries = 0;
+  std::atomic<int64_t> steps{0};
+  TrainConfig first = c, again = c;
+  first.steps_done = again.steps_done = &steps;
+  again.keep_initialized_variables = true;
+  int recoveries = 0, in_a_row = 0;
+  int64_t steps_at_loss = 0;
   std::set<std::string> restored;
   while (true) {
     absl::StatusOr<TrainResult> r =
-        TrainReplicated(recoveries == 0 ? c : again, cfg.cluster, {{cfg.task_type, cfg.task_index}},
-                        {server->target()}, log, nullptr);
+        TrainReplicated(recoveries == 0 ? first : again, cfg.cluster,
+                        {{cfg.task_type, cfg.task_index}}, {server->target()}, log, nullptr);
     if (r.ok()) {
       restored.insert(r->restored_devices.begin(), r->restored_devices.end());
       r->restored_devices.assign(restored.begin(), restored.end());
@@ -384,17 +389,20 @@ absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distribu
          !(recoveries == 0 && absl::StartsWith(s.message(), client::kTaskNotUpMessage))) ||
         (recoveries > 0 && absl::IsDeadlineExceeded(s));
     if (!lost_task || (c.stop != nullptr && c.stop->load())) return r;
-    if (recoveries == c.max_restarts) {
+    // Losses separated by training steps are separate outages: the bound
+    // is on recoveries in a row, without a step in between.
+    if (steps.load() > steps_at_loss) in_a_row = 0;
+    steps_at_loss = steps.load();
+    if (in_a_row == c.max_restarts) {
       return absl::Status(s.code(),
-                          absl::StrCat(s.message(), " (after ", recoveries, " recoveries)"));
+                          absl::StrCat(s.message(), " (after ", in_a_row, " recoveries in a row)"));
     }
     ++recoveries;
+    ++in_a_row;
     std::cerr << StatusToLine(s) << "\n"
               << "graphrun train: " << task
-              << " goes on with new sessions once the cluster answers again (recovery "
-              << recoveries << " of at most " << c.max_restarts << ")" << std::endl;
-    // From now on the variables that survived keep their values.
-    again.keep_initialized_variables = true;
+              << " goes on with new sessions once the cluster answers again (recovery " << in_a_row
+              << " of at most " << c.max_restarts << " in a row)" << std::endl;
   }
 }
 

@@ -187,6 +187,7 @@ class ProgressHook : public client::TrainingHook {
                std::atomic<bool>* stop)
       : progress_(progress), chief_(chief), external_stop_(external_stop), stop_(stop) {}
   void AfterStep(const client::StepInfo& step, const std::vector<std::string>&) override {
+    if (steps_done != nullptr) steps_done->fetch_add(1);
     if (external_stop_ != nullptr && external_stop_->load()) *stop_ = true;
     if (chief_) {
       if (!first_loss.has_value()) first_loss = step.metrics[0];
@@ -197,6 +198,8 @@ class ProgressHook : public client::TrainingHook {
     if (chief_) progress_->Finish(summary);
   }
   std::optional<double> first_loss;
+  // Counts this replica's steps when set (TrainConfig::steps_done).
+  std::atomic<int64_t>* steps_done = nullptr;
 
  private:
   ClusterProgress* progress_;

@@ -126,6 +126,9 @@ struct TrainConfig {
   // Set by the in-place recovery of a TF_CONFIG task for the runs after a
   // loss (TrainingLoopOptions::keep_initialized_variables).
   bool keep_initialized_variables = false;
+  // Counts the steps of this process's replicas when set (the in-place
+  // recovery tells a loss after progress from one in a row).
+  std::atomic<int64_t>* steps_done = nullptr;
   int trace_steps = 3;
   int64_t trace_warmup_steps = 20;
 };
