@@ -10,6 +10,8 @@
 #   master_rpc_fuzzer    the master service's handlers on sequences of requests
 #   data_channel_fuzzer  data channel frames and token handshakes, both ways
 # FUZZ_RUNS=N instead runs each target for N executions (no time bound).
+# LeakSanitizer reads tests/fuzz/lsan.supp (OpenSSL's per-thread state; the
+# file says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
@@ -36,6 +38,7 @@ for t in "${targets[@]}"; do
     bound=(-max_total_time="$each")
   fi
   rc=0
+  LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
   "$bindir/$name" "${bound[@]}" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
       -artifact_prefix="$work/" "$work" > "$work.log" 2>&1 || rc=$?
   grep -E "^stat::number_of_executed_units|^#[0-9]+ *DONE" "$work.log" || true
