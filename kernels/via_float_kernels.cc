@@ -74,14 +74,14 @@ class ViaFloatOp : public OpKernel {
     }
     inner_ = *std::move(inner);
     set_expensive(inner_->IsExpensive());
+    context_ = absl::StrCat("node '", name(), "' (op ", type_string(), "): ");
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
-    const std::string context = absl::StrCat("node '", name(), "' (op ", type_string(), "): ");
     std::vector<TensorValue> inputs(ctx->num_inputs());
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       if (input_type(i) == dtype_) {
-        GR_ASSIGN_OR_RETURN(inputs[i].tensor, Widened(ctx->input(i), dtype_, context));
+        GR_ASSIGN_OR_RETURN(inputs[i].tensor, Widened(ctx->input(i), dtype_, context_));
       } else {
         inputs[i] = ctx->input_value(i);
       }
@@ -104,7 +104,7 @@ class ViaFloatOp : public OpKernel {
     std::vector<TensorValue>& outputs = *inner_ctx.mutable_outputs();
     for (int i = 0; i < num_outputs(); ++i) {
       if (output_type(i) == dtype_ && outputs[i].tensor.IsInitialized()) {
-        GR_ASSIGN_OR_RETURN(Tensor narrowed, Narrowed(outputs[i].tensor, dtype_, context));
+        GR_ASSIGN_OR_RETURN(Tensor narrowed, Narrowed(outputs[i].tensor, dtype_, context_));
         ctx->set_output(i, std::move(narrowed));
       } else {
         (*ctx->mutable_outputs())[i] = std::move(outputs[i]);
@@ -116,6 +116,7 @@ class ViaFloatOp : public OpKernel {
  private:
   DataType dtype_ = DT_INVALID;
   std::unique_ptr<OpKernel> inner_;
+  std::string context_;  // "node 'x' (op Y): ", for allocation errors
 };
 
 }  // namespace

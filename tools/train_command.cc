@@ -51,12 +51,6 @@ absl::Status WriteTrace(const std::string& dir, const std::vector<tensorflow::Ru
   return absl::OkStatus();
 }
 
-// Whether --trace_dir got any traced step in this process.
-std::atomic<bool>& TraceWritten() {
-  static std::atomic<bool> written{false};
-  return written;
-}
-
 const FlagSet& TrainFlagSet() {
   static const FlagSet* kFlags = [] {
     auto* f = new FlagSet();
@@ -301,7 +295,6 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
           absl::StrCat("--trace_dir: cannot create ", dir, ": ", ec.message()));
     }
     c.on_trace = [dir](std::vector<tensorflow::RunMetadata> steps) {
-      TraceWritten().store(true);
       absl::Status s = WriteTrace(dir, steps);
       if (!s.ok()) std::cerr << StatusToLine(s) << "\n";
     };
@@ -387,7 +380,16 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     err << StatusToLine(c.status()) << "\n";
     return kExitUsage;
   }
-  TraceWritten().store(false);
+  // Whether --trace_dir got any traced step (the chief's loop thread
+  // hands them over).
+  std::atomic<bool> traced{false};
+  if (c->on_trace) {
+    c->on_trace = [write = std::move(c->on_trace),
+                   &traced](std::vector<tensorflow::RunMetadata> steps) {
+      traced = true;
+      write(std::move(steps));
+    };
+  }
   if (c->evaluator || (!c->local && client::trainer::TfConfigTaskIs(*c, "evaluator"))) {
     // The evaluator task of any distribution: it reads the chief's
     // checkpoints, and needs no server.
@@ -419,7 +421,7 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     err << StatusToLine(r.status()) << "\n";
     return kExitFailure;  // usage errors were found by ParseTrainFlags
   }
-  if (c->on_trace && !TraceWritten().load() && r->test_accuracy.has_value()) {
+  if (c->on_trace && !traced.load() && r->test_accuracy.has_value()) {
     // Asynchronous workers can take the steps a chief needed to reach
     // the traced window; that is worth a line, not a failed run. (Only
     // the chief, which evaluates, traces.)

@@ -154,9 +154,9 @@ absl::StatusOr<std::optional<int64_t>> TrainingLoop::InitializeOrRestore(
   for (size_t i = 0; i < flags.size(); ++i) {
     if (!flags[i]) lost.push_back(graph_.variables[i].name());
   }
-  // Variables that hold values are kept: a chief restarted while its
-  // parameter servers stayed up goes on from their state, and after one
-  // server restarts only its variables come back from the checkpoint.
+  // With keep_initialized_variables (a replica rebuilt after a loss),
+  // variables that hold values are kept: only the lost ones come back
+  // from the checkpoint.
   if (!flags.empty() && lost.empty()) return std::optional<int64_t>();
   const bool partial = !lost.empty() && lost.size() < flags.size();
   if (saver_.has_value()) {

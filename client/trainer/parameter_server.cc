@@ -358,7 +358,8 @@ namespace {
 // restores only the variables that were lost (the restarted PS's, from
 // the latest checkpoint; TrainingLoop keeps the values the others hold)
 // and its workers wait until they are, so the run goes on up to its step
-// count. At most max_restarts recoveries.
+// count. At most max_restarts recoveries in a row (without a training step
+// between them).
 absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distributed::TfConfig& cfg,
                                             distributed::GrpcServer* server, std::ostream* log) {
   const std::string task = absl::StrCat("/job:", cfg.task_type, "/task:", cfg.task_index);
