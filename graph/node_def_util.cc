@@ -346,11 +346,13 @@ absl::Status InOutTypesForNode(const tensorflow::NodeDef& node_def, const tensor
   return absl::OkStatus();
 }
 
-absl::Status NameRangeForOutput(const tensorflow::NodeDef& node_def,
-                                const tensorflow::OpDef& op_def, absl::string_view name,
-                                std::pair<int, int>* range) {
+namespace {
+
+absl::Status NameRange(const tensorflow::NodeDef& node_def, const tensorflow::OpDef& op_def,
+                       const google::protobuf::RepeatedPtrField<tensorflow::OpDef::ArgDef>& args,
+                       absl::string_view kind, absl::string_view name, std::pair<int, int>* range) {
   int start = 0;
-  for (const auto& arg : op_def.output_arg()) {
+  for (const auto& arg : args) {
     DataTypeVector types;
     GR_RETURN_IF_ERROR(AddArgTypes(node_def, arg, &types));
     int end = start + static_cast<int>(types.size());
@@ -361,7 +363,20 @@ absl::Status NameRangeForOutput(const tensorflow::NodeDef& node_def,
     start = end;
   }
   return absl::InvalidArgumentError(absl::StrCat("node '", node_def.name(), "': op ", op_def.name(),
-                                                 " has no output '", name, "'"));
+                                                 " has no ", kind, " '", name, "'"));
+}
+
+}  // namespace
+
+absl::Status NameRangeForOutput(const tensorflow::NodeDef& node_def,
+                                const tensorflow::OpDef& op_def, absl::string_view name,
+                                std::pair<int, int>* range) {
+  return NameRange(node_def, op_def, op_def.output_arg(), "output", name, range);
+}
+
+absl::Status NameRangeForInput(const tensorflow::NodeDef& node_def, const tensorflow::OpDef& op_def,
+                               absl::string_view name, std::pair<int, int>* range) {
+  return NameRange(node_def, op_def, op_def.input_arg(), "input", name, range);
 }
 
 std::string SummarizeAttrValue(const AttrValue& v) {

@@ -81,6 +81,10 @@ absl::Status NameRangeForOutput(const tensorflow::NodeDef& node_def,
                                 const tensorflow::OpDef& op_def, absl::string_view arg,
                                 std::pair<int, int>* range);
 
+// The [start, end) input indices of the named input arg.
+absl::Status NameRangeForInput(const tensorflow::NodeDef& node_def, const tensorflow::OpDef& op_def,
+                               absl::string_view arg, std::pair<int, int>* range);
+
 // Short text of an attr value for messages ("float", "[2,3]", "7").
 std::string SummarizeAttrValue(const tensorflow::AttrValue& v);
 

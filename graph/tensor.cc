@@ -152,8 +152,9 @@ absl::Status TensorBuffer::Allocate(bool checked, absl::string_view what) {
   return absl::OkStatus();
 }
 
-TensorBuffer::TensorBuffer(void* data, size_t bytes, std::function<void()> release)
-    : data_(static_cast<char*>(data)), bytes_(bytes), release_(std::move(release)) {}
+TensorBuffer::TensorBuffer(void* data, size_t bytes, std::function<void()> release,
+                           const DeviceMemorySpace* space)
+    : data_(static_cast<char*>(data)), bytes_(bytes), release_(std::move(release)), space_(space) {}
 
 TensorBuffer::~TensorBuffer() {
   if (release_) {

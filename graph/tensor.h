@@ -27,6 +27,17 @@
 
 namespace graphrun {
 
+// An accelerator's own memory (runtime/ implements it with the device's
+// allocator). A buffer that lives there may be read and written only by
+// that device's kernels and copy functions; host code sees its bytes as
+// meaningless. Host memory has no memory space (null).
+class DeviceMemorySpace {
+ public:
+  virtual ~DeviceMemorySpace() = default;
+  // The device's full name, for messages.
+  virtual const std::string& device_name() const = 0;
+};
+
 // Owns raw storage for `n` elements of one type; constructs and destroys
 // non-POD elements (strings, resource handles).
 class TensorBuffer {
@@ -41,13 +52,17 @@ class TensorBuffer {
   static absl::StatusOr<std::shared_ptr<TensorBuffer>> Create(DataType dtype, int64_t n,
                                                               absl::string_view what);
   // Wraps memory owned elsewhere; `release` runs when the buffer dies.
-  TensorBuffer(void* data, size_t bytes, std::function<void()> release);
+  // `space`: the device memory it lies in (null: host memory); `release`
+  // must keep it alive.
+  TensorBuffer(void* data, size_t bytes, std::function<void()> release,
+               const DeviceMemorySpace* space = nullptr);
   ~TensorBuffer();
   TensorBuffer(const TensorBuffer&) = delete;
   TensorBuffer& operator=(const TensorBuffer&) = delete;
 
   char* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  const DeviceMemorySpace* memory_space() const { return space_; }
 
  private:
   DataType dtype_ = DT_INVALID;
@@ -64,6 +79,7 @@ class TensorBuffer {
   TensorBuffer(DataType dtype, int64_t n, Unallocated) : dtype_(dtype), n_(n) {}
   absl::Status Allocate(bool checked, absl::string_view what);
   std::function<void()> release_;
+  const DeviceMemorySpace* space_ = nullptr;
 };
 
 class Tensor {
@@ -136,6 +152,11 @@ class Tensor {
   const std::shared_ptr<TensorBuffer>& buffer() const { return buffer_; }
   bool SharesBufferWith(const Tensor& o) const {
     return buffer_ != nullptr && buffer_ == o.buffer_;
+  }
+  // The device memory holding the elements; null for host memory (and for
+  // a tensor without a buffer).
+  const DeviceMemorySpace* memory_space() const {
+    return buffer_ ? buffer_->memory_space() : nullptr;
   }
   // True if no other Tensor shares this buffer (safe to update in place).
   bool RefCountIsOne() const { return buffer_ && buffer_.use_count() == 1; }

@@ -1,5 +1,7 @@
 #include "kernels/all_kernels.h"
 
+#include "kernels/test_accel_kernels.h"
+
 namespace graphrun {
 
 void RegisterAllKernels(KernelRegistry& r) {
@@ -24,6 +26,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterInferenceKernels(r);
   RegisterParsingKernels(r);
   RegisterViaFloatKernels(r);
+  RegisterTestAccelKernels(r);
 }
 
 const KernelRegistry& DefaultKernelRegistry() {

@@ -17,12 +17,15 @@ void RegisterStateKernels(KernelRegistry& r);        // state_kernels.cc
 void RegisterRandomKernels(KernelRegistry& r);       // random_kernels.cc
 void RegisterControlFlowKernels(KernelRegistry& r);  // control_flow_kernels.cc
 void RegisterRuntimeKernels(KernelRegistry& r);      // runtime_kernels.cc
-void RegisterDatasetKernels(KernelRegistry& r);      // dataset_kernels.cc
-void RegisterCheckpointKernels(KernelRegistry& r);   // checkpoint_kernels.cc
-void RegisterConvKernels(KernelRegistry& r);         // conv_kernels.cc
-void RegisterTrainingKernels(KernelRegistry& r);     // training_kernels.cc
-void RegisterGradKernels(KernelRegistry& r);         // grad_kernels.cc
-void RegisterQueueKernels(KernelRegistry& r);        // queue_kernels.cc
+// _Send/_Recv for an accelerator type (runtime_kernels.cc), copying
+// through the host.
+void RegisterAcceleratorTransferKernels(KernelRegistry& r, const std::string& device_type);
+void RegisterDatasetKernels(KernelRegistry& r);     // dataset_kernels.cc
+void RegisterCheckpointKernels(KernelRegistry& r);  // checkpoint_kernels.cc
+void RegisterConvKernels(KernelRegistry& r);        // conv_kernels.cc
+void RegisterTrainingKernels(KernelRegistry& r);    // training_kernels.cc
+void RegisterGradKernels(KernelRegistry& r);        // grad_kernels.cc
+void RegisterQueueKernels(KernelRegistry& r);       // queue_kernels.cc
 // dynamic_partition_kernels.cc: DynamicPartition, DynamicStitch.
 void RegisterDynamicPartitionKernels(KernelRegistry& r);
 void RegisterCollectiveKernels(KernelRegistry& r);  // collective_kernels.cc

@@ -4,14 +4,46 @@
 #define GRAPHRUN_KERNELS_DEVICE_BASE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/tensor.h"
 #include "kernels/resource_mgr.h"
 #include "kernels/thread_pool.h"
 
 namespace graphrun {
 
 class FileAccessPolicy;
+
+// What kernels may ask of an accelerator: a device with memory of its own
+// (graph/tensor.h DeviceMemorySpace) and streams that run its work in
+// order. The device's own kernels compute on its compute stream; _Send and
+// _Recv move tensors through the copy streams. Every callback runs once,
+// on a stream's thread, after the work completed.
+class Accelerator {
+ public:
+  using StatusCallback = std::function<void(const absl::Status&)>;
+  virtual ~Accelerator() = default;
+  virtual const DeviceMemorySpace* memory_space() const = 0;
+  // Whether a tensor of `dtype` can live in device memory (numbers and
+  // bools; strings, resources and variants stay in host memory).
+  virtual bool CanHold(DataType dtype) const = 0;
+  // An uninitialised tensor in device memory. ResourceExhausted naming the
+  // device, the request (after `context`) and the bytes in use when it is
+  // over the device's memory limit; InvalidArgument when !CanHold(dtype).
+  virtual absl::StatusOr<Tensor> AllocateDevice(DataType dtype, const TensorShape& shape,
+                                                absl::string_view context) = 0;
+  // Copies `host` into `device` (allocated here, same dtype and size) on
+  // the host-to-device stream.
+  virtual void CopyHostToDevice(const Tensor& host, const Tensor& device, StatusCallback done) = 0;
+  // Copies `device` (in this device's memory) into `host` (same dtype and
+  // size) on the device-to-host stream.
+  virtual void CopyDeviceToHost(const Tensor& device, const Tensor& host, StatusCallback done) = 0;
+  // Runs `fn` on the compute stream after the work enqueued before it.
+  virtual void EnqueueCompute(std::function<void()> fn) = 0;
+};
 
 constexpr char kDeviceCpu[] = "CPU";
 constexpr char kDeviceGpu[] = "GPU";
@@ -37,6 +69,9 @@ class DeviceBase {
   // Files this device's kernels may touch (kernels/file_access.h); null:
   // any (an in-process session's).
   virtual const FileAccessPolicy* file_access() const { return nullptr; }
+  // Accelerators' memory, streams and copies; null for the CPU, whose
+  // kernels see host memory only.
+  virtual Accelerator* accelerator() { return nullptr; }
 };
 
 }  // namespace graphrun

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
+#include "graph/node_def_util.h"
+#include "graph/status.h"
 
 namespace graphrun {
 
@@ -25,7 +27,7 @@ bool KernelDef::Matches(const tensorflow::NodeDef& def) const {
       return false;
     }
   }
-  return true;
+  return !predicate_ || predicate_(def);
 }
 
 void KernelRegistry::Add(KernelDef def, KernelFactory factory) {
@@ -33,12 +35,12 @@ void KernelRegistry::Add(KernelDef def, KernelFactory factory) {
   kernels_.emplace(std::move(op), std::make_pair(std::move(def), std::move(factory)));
 }
 
-const KernelFactory* KernelRegistry::Find(const tensorflow::NodeDef& def,
-                                          const std::string& device_type) const {
+const std::pair<KernelDef, KernelFactory>* KernelRegistry::Find(
+    const tensorflow::NodeDef& def, const std::string& device_type) const {
   auto range = kernels_.equal_range(def.op());
   for (auto it = range.first; it != range.second; ++it) {
     if (it->second.first.device() == device_type && it->second.first.Matches(def)) {
-      return &it->second.second;
+      return &it->second;
     }
   }
   return nullptr;
@@ -48,23 +50,65 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(
     const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
     const DataTypeVector& input_types, const DataTypeVector& output_types,
     DeviceBase* device) const {
-  const KernelFactory* f = Find(def, device->device_type());
-  if (f == nullptr) {
+  return CreateKernelForType(def, op_def, input_types, output_types, device, device->device_type());
+}
+
+absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernelForType(
+    const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
+    const DataTypeVector& input_types, const DataTypeVector& output_types, DeviceBase* device,
+    const std::string& device_type) const {
+  const auto* entry = Find(def, device_type);
+  if (entry == nullptr) {
     std::vector<std::string> types;
     for (const auto& [k, v] : def.attr()) {
       if (v.value_case() == tensorflow::AttrValue::kType) {
         types.push_back(absl::StrCat(k, "=", DataTypeString(v.type())));
       }
     }
-    return absl::NotFoundError(
-        absl::StrCat("node '", def.name(), "': no kernel for op ", def.op(), " on ",
-                     device->device_type(), " device ", device->name(),
-                     types.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(types, ", "))));
+    return absl::NotFoundError(absl::StrCat(
+        "node '", def.name(), "': no kernel for op ", def.op(), " on ", device_type, " device ",
+        device->name(), types.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(types, ", "))));
   }
   OpKernelConstruction ctx(def, op_def, input_types, output_types, device);
-  std::unique_ptr<OpKernel> k = (*f)(&ctx);
+  std::unique_ptr<OpKernel> k = entry->second(&ctx);
   if (!ctx.status().ok()) return ctx.status();
   return k;
+}
+
+absl::StatusOr<MemoryTypes> KernelRegistry::GetMemoryTypes(
+    const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def, const std::string& device_type,
+    const std::function<bool(DataType)>& can_hold) const {
+  const auto* entry = Find(def, device_type);
+  if (entry == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("node '", def.name(), "': no kernel for op ", def.op(), " on ", device_type));
+  }
+  DataTypeVector in, out;
+  GR_RETURN_IF_ERROR(InOutTypesForNode(def, op_def, &in, &out));
+  MemoryTypes m;
+  const bool cpu = device_type == kDeviceCpu;
+  for (DataType t : in) m.input_on_host.push_back(cpu || !can_hold(BaseType(t)));
+  for (DataType t : out) m.output_on_host.push_back(cpu || !can_hold(BaseType(t)));
+  if (cpu) return m;
+  for (const std::string& arg : entry->first.host_memory()) {
+    std::pair<int, int> range;
+    bool found = false;
+    for (const auto& a : op_def.input_arg()) found |= a.name() == arg;
+    if (found) {
+      GR_RETURN_IF_ERROR(NameRangeForInput(def, op_def, arg, &range));
+      for (int i = range.first; i < range.second; ++i) m.input_on_host[i] = true;
+      continue;
+    }
+    for (const auto& a : op_def.output_arg()) found |= a.name() == arg;
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel for op ", def.op(), " on ",
+                                                     device_type, ": HostMemory('", arg,
+                                                     "') names no input or output of the op"));
+    }
+    GR_RETURN_IF_ERROR(NameRangeForOutput(def, op_def, arg, &range));
+    for (int i = range.first; i < range.second; ++i) m.output_on_host[i] = true;
+  }
+  return m;
 }
 
 bool KernelRegistry::HasKernel(const tensorflow::NodeDef& def,

@@ -42,9 +42,24 @@ class KernelDef {
   KernelDef& TypeConstraint(std::string attr) {
     return TypeConstraint(std::move(attr), DataTypeToEnum<T>::value);
   }
+  // The input or output arg `arg` of an accelerator's kernel is read or
+  // written in host memory (shapes, axes, sizes), as TensorFlow's
+  // HostMemory(). Meaningless for the CPU, whose memory is the host's.
+  KernelDef& HostMemory(std::string arg) {
+    host_memory_.push_back(std::move(arg));
+    return *this;
+  }
+
+  // Serves only nodes for which `pred` also holds (an accelerator kernel
+  // that runs the CPU kernel serves what the CPU kernel serves).
+  KernelDef& Predicate(std::function<bool(const tensorflow::NodeDef&)> pred) {
+    predicate_ = std::move(pred);
+    return *this;
+  }
 
   const std::string& op() const { return op_; }
   const std::string& device() const { return device_; }
+  const std::vector<std::string>& host_memory() const { return host_memory_; }
   // True if the node's attrs satisfy every constraint.
   bool Matches(const tensorflow::NodeDef& def) const;
 
@@ -52,6 +67,15 @@ class KernelDef {
   std::string op_;
   std::string device_ = kDeviceCpu;
   std::vector<std::pair<std::string, std::vector<DataType>>> constraints_;
+  std::vector<std::string> host_memory_;
+  std::function<bool(const tensorflow::NodeDef&)> predicate_;
+};
+
+// Where a kernel reads each input and writes each output: true for host
+// memory.
+struct MemoryTypes {
+  std::vector<bool> input_on_host;
+  std::vector<bool> output_on_host;
 };
 
 template <typename K>
@@ -77,6 +101,21 @@ class KernelRegistry {
                                                          const DataTypeVector& input_types,
                                                          const DataTypeVector& output_types,
                                                          DeviceBase* device) const;
+  // The same for the kernel of another device type than `device`'s (an
+  // accelerator's kernel that runs the CPU kernel on its stream).
+  absl::StatusOr<std::unique_ptr<OpKernel>> CreateKernelForType(
+      const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
+      const DataTypeVector& input_types, const DataTypeVector& output_types, DeviceBase* device,
+      const std::string& device_type) const;
+  // The memory types of the kernel serving `def` on `device_type`: every
+  // arg on the host for the CPU; on other types the kernel's HostMemory
+  // args, and every arg of a type the device cannot hold (`can_hold`,
+  // e.g. strings and resources). NotFound without a kernel;
+  // InvalidArgument for a HostMemory name the op does not have.
+  absl::StatusOr<MemoryTypes> GetMemoryTypes(const tensorflow::NodeDef& def,
+                                             const tensorflow::OpDef& op_def,
+                                             const std::string& device_type,
+                                             const std::function<bool(DataType)>& can_hold) const;
   // True if some kernel serves `def` on `device_type`.
   bool HasKernel(const tensorflow::NodeDef& def, const std::string& device_type) const;
   // Device types with a kernel for `def`, in registration order of types.
@@ -85,7 +124,8 @@ class KernelRegistry {
   std::vector<std::pair<std::string, std::string>> List() const;
 
  private:
-  const KernelFactory* Find(const tensorflow::NodeDef& def, const std::string& device_type) const;
+  const std::pair<KernelDef, KernelFactory>* Find(const tensorflow::NodeDef& def,
+                                                  const std::string& device_type) const;
   std::multimap<std::string, std::pair<KernelDef, KernelFactory>> kernels_;
 };
 

@@ -1,5 +1,12 @@
 // _Send/_Recv (cross-device edges, through the step's Rendezvous) and
 // _Arg/_Retval (feeds and fetches, through the call frame).
+//
+// Rendezvous hold host tensors only. On an accelerator, _Send copies a
+// tensor in the device's memory to the host (device-to-host stream) before
+// it sends, and _Recv copies what it receives into the device's memory
+// (host-to-device stream) when the device can hold its type, so a
+// transfer between two accelerators, or to another task, goes through the
+// host.
 #include "absl/strings/str_cat.h"
 #include "kernels/all_kernels.h"
 
@@ -87,6 +94,123 @@ class RecvOp : public AsyncOpKernel {
   TransferAttrs attrs_;
 };
 
+// _Send on an accelerator: asynchronous, as its copy is.
+class AcceleratorSendOp : public AsyncOpKernel {
+ public:
+  explicit AcceleratorSendOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
+    ReadTransferAttrs(ctx, &attrs_);
+    if (ctx->device()->accelerator() == nullptr) {
+      ctx->SetStatus(Error(absl::StrCat("device ", ctx->device()->name(), " (",
+                                        ctx->device()->device_type(), ") is no accelerator")));
+    }
+  }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    if (ctx->rendezvous() == nullptr) {
+      done(Error("no rendezvous for this step"));
+      return;
+    }
+    auto key = KeyFor(attrs_, ctx);
+    if (!key.ok()) {
+      done(key.status());
+      return;
+    }
+    const bool dead = !ctx->has_input(0);
+    Tensor value = dead ? Tensor() : ctx->input(0);
+    Accelerator* acc = ctx->device()->accelerator();
+    std::string node = name();
+    auto send = [ctx, node, key = *key](const Tensor& v, bool is_dead) {
+      Rendezvous::Args args;
+      args.cancellation_manager = ctx->cancellation_manager();
+      absl::Status s = ctx->rendezvous()->Send(key, args, v, is_dead);
+      return s.ok() ? s : AnnotateStatus(s, absl::StrCat("node '", node, "': "));
+    };
+    if (dead || value.memory_space() != acc->memory_space()) {
+      done(send(value, dead));
+      return;
+    }
+    absl::StatusOr<Tensor> host =
+        Tensor::Allocate(value.dtype(), value.shape(), absl::StrCat("node '", node, "': "));
+    if (!host.ok()) {
+      done(host.status());
+      return;
+    }
+    Tensor h = *host;
+    acc->CopyDeviceToHost(value, h, [send, h, node, done = std::move(done)](const absl::Status& s) {
+      if (!s.ok()) {
+        done(AnnotateStatus(s, absl::StrCat("node '", node, "': ")));
+        return;
+      }
+      done(send(h, false));
+    });
+  }
+
+ private:
+  TransferAttrs attrs_;
+};
+
+class AcceleratorRecvOp : public AsyncOpKernel {
+ public:
+  explicit AcceleratorRecvOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
+    ReadTransferAttrs(ctx, &attrs_);
+    if (ctx->device()->accelerator() == nullptr) {
+      ctx->SetStatus(Error(absl::StrCat("device ", ctx->device()->name(), " (",
+                                        ctx->device()->device_type(), ") is no accelerator")));
+    }
+  }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    if (ctx->rendezvous() == nullptr) {
+      done(Error("no rendezvous for this step"));
+      return;
+    }
+    auto key = KeyFor(attrs_, ctx);
+    if (!key.ok()) {
+      done(key.status());
+      return;
+    }
+    Rendezvous::Args args;
+    args.cancellation_manager = ctx->cancellation_manager();
+    std::string node = name();
+    Accelerator* acc = ctx->device()->accelerator();
+    ctx->rendezvous()->RecvAsync(
+        *key, args,
+        [ctx, acc, done = std::move(done), node](const absl::Status& s, const Tensor& v,
+                                                 bool is_dead) {
+          if (!s.ok()) {
+            done(AnnotateStatus(s, absl::StrCat("node '", node, "': ")));
+            return;
+          }
+          if (is_dead) {
+            done(absl::OkStatus());
+            return;
+          }
+          if (!v.IsInitialized() || !acc->CanHold(v.dtype()) ||
+              v.memory_space() == acc->memory_space()) {
+            ctx->set_output(0, v);
+            done(absl::OkStatus());
+            return;
+          }
+          const std::string context = absl::StrCat("node '", node, "': ");
+          absl::StatusOr<Tensor> dev = acc->AllocateDevice(v.dtype(), v.shape(), context);
+          if (!dev.ok()) {
+            done(dev.status());
+            return;
+          }
+          Tensor d = *dev;
+          acc->CopyHostToDevice(v, d, [ctx, d, context, done](const absl::Status& s) {
+            if (!s.ok()) {
+              done(AnnotateStatus(s, context));
+              return;
+            }
+            ctx->set_output(0, d);
+            done(absl::OkStatus());
+          });
+        });
+  }
+
+ private:
+  TransferAttrs attrs_;
+};
+
 class ArgOp : public OpKernel {
  public:
   explicit ArgOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -132,6 +256,11 @@ void RegisterRuntimeKernels(KernelRegistry& r) {
   r.Add(KernelDef("_Recv"), MakeKernel<RecvOp>());
   r.Add(KernelDef("_Arg"), MakeKernel<ArgOp>());
   r.Add(KernelDef("_Retval"), MakeKernel<RetvalOp>());
+}
+
+void RegisterAcceleratorTransferKernels(KernelRegistry& r, const std::string& device_type) {
+  r.Add(KernelDef("_Send").Device(device_type), MakeKernel<AcceleratorSendOp>());
+  r.Add(KernelDef("_Recv").Device(device_type), MakeKernel<AcceleratorRecvOp>());
 }
 
 }  // namespace graphrun

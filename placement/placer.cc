@@ -62,8 +62,11 @@ class Placer {
     }
     if (options_.log_device_placement) {
       for (Node* n : graph_->nodes()) {
-        std::string line =
-            absl::StrCat(n->name(), " (", n->op(), "): ", n->assigned_device(), "\n");
+        auto soft = soft_reason_.find(n);
+        std::string line = absl::StrCat(
+            n->name(), " (", n->op(), "): ", n->assigned_device(),
+            soft == soft_reason_.end() ? "" : absl::StrCat(" (soft placement: ", soft->second, ")"),
+            "\n");
         std::fputs(line.c_str(), stderr);
       }
     }
@@ -106,6 +109,11 @@ class Placer {
       return absl::InvalidArgumentError("more than 64 device types");
     }
     all_types_ = types_.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << types_.size()) - 1;
+    for (const std::string& t : types_) {
+      type_priority_.push_back(options_.device_type_priority ? options_.device_type_priority(t)
+                                                             : 0);
+      uniform_priority_ &= type_priority_.back() == type_priority_.front();
+    }
     if (options_.default_device.empty()) {
       default_ = specs_[0];
     } else {
@@ -200,15 +208,18 @@ class Placer {
     return out.empty() ? "none" : absl::StrJoin(out, ", ");
   }
 
-  // The first device (in list order) that `constraint` specifies and whose
-  // type is in `mask`; -1 if none.
+  // The device that `constraint` specifies, whose type is in `mask`, of the
+  // highest type priority and then first in list order; -1 if none.
   int FindDevice(const DeviceSpec& constraint, uint64_t mask) const {
+    int best = -1;
     for (size_t i = 0; i < specs_.size(); ++i) {
-      if ((mask >> device_type_[i] & 1) && constraint.IsSpecificationOf(specs_[i])) {
-        return static_cast<int>(i);
+      if ((mask >> device_type_[i] & 1) && constraint.IsSpecificationOf(specs_[i]) &&
+          (best < 0 || type_priority_[device_type_[i]] > type_priority_[device_type_[best]])) {
+        best = static_cast<int>(i);
+        if (uniform_priority_) break;
       }
     }
-    return -1;
+    return best;
   }
 
   // Rule 3: a device satisfying `req` with a type in `mask`, preferring the
@@ -305,6 +316,10 @@ class Placer {
     if (chosen < 0 && options_.allow_soft_placement) {
       chosen = Choose(req.TaskPart(), mask);
       if (chosen < 0) chosen = Choose(DeviceSpec(), mask);
+      if (chosen >= 0 && options_.log_device_placement) {
+        absl::Status why = NoDeviceError(members, size, req, first_requester);
+        for (int k = 0; k < size; ++k) soft_reason_[members[k]] = std::string(why.message());
+      }
     }
     if (chosen < 0) return NoDeviceError(members, size, req, first_requester);
 
@@ -357,6 +372,9 @@ class Placer {
   std::vector<Node*> members_;    // nodes grouped by colocation group
   std::vector<int> group_start_;  // group g is [start[g], start[g+1])
 
+  std::vector<int> type_priority_;  // per type in types_
+  bool uniform_priority_ = true;
+  absl::flat_hash_map<const Node*, std::string> soft_reason_;
   absl::flat_hash_map<std::string, DeviceSpec> parsed_;
   absl::flat_hash_map<std::string, int> choice_;
 };

@@ -24,14 +24,17 @@
 //    conflicting fields are dropped; compatible ones still narrow).
 // 3. Defaults. Unset fields are filled from default_device when a device
 //    matches; otherwise, in order, from its job/replica/task only, from its
-//    device type only, or not at all (the first legal device in list order).
+//    device type only, or not at all. Among the legal devices that remain,
+//    the one of the highest device-type priority wins (an accelerator
+//    before the CPU, as in TensorFlow), then the first in list order.
 // 4. Kernels. supports_device(node, type) must hold for every member of a
 //    group on the chosen device's type.
 // 5. Soft placement. When no device matches the group's constraint and has
 //    kernels for all members: with allow_soft_placement the device type and
 //    id of the request are dropped (stay on the requested task, any type
 //    with a kernel), then the whole request is dropped (rule 3 alone);
-//    without it, InvalidArgument naming the node and the device — listing
+//    log_device_placement says so on the node's line. Without it,
+//    InvalidArgument naming the node and the device — listing
 //    the available devices when none matches the name, or naming the op
 //    and device type when the device exists but has no kernel for it.
 //
@@ -61,8 +64,13 @@ struct PlacerOptions {
   // the first device of the list when empty.
   std::string default_device;
   bool allow_soft_placement = false;
-  // Prints one "name (op): device" line per node to stderr, in id order.
+  // Prints one "name (op): device" line per node to stderr, in id order;
+  // a node placed by soft placement against its request adds
+  // " (soft placement: REASON)".
   bool log_device_placement = false;
+  // Preference among device types (rule 3), higher first; empty: all
+  // equal.
+  std::function<int(const std::string& device_type)> device_type_priority;
   // Whether a kernel for `node` exists on `device_type`; the runtime plugs
   // the kernel registry in here. Empty accepts every node on every type.
   std::function<bool(const Node& node, const std::string& device_type)> supports_device;

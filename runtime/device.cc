@@ -4,6 +4,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/status.h"
+#include "runtime/device_factory.h"
 
 namespace graphrun {
 
@@ -22,24 +25,50 @@ absl::StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::NewLocal(const DeviceMgrOp
     return absl::InvalidArgumentError(
         absl::StrCat("CPU device count must be in [1, 1024], got ", o.num_cpus));
   }
-  int threads = o.intra_op_threads > 0
-                    ? o.intra_op_threads
-                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  // The calling thread takes part in ParallelFor, so the pool needs one
-  // fewer; with one thread, kernels run inline (the pool's one worker only
-  // serves Schedule).
-  auto pool = std::make_shared<ThreadPool>("intra_op", std::max(1, threads - 1), threads);
+  const DeviceFactoryRegistry& registry =
+      o.device_factories != nullptr ? *o.device_factories : DefaultDeviceFactoryRegistry();
+  for (const auto& [type, count] : o.device_count) {
+    if (type == kDeviceCpu) continue;
+    if (count < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device count for ", type, " must not be negative, got ", count));
+    }
+    if (count > 0 && registry.Find(type) == nullptr) {
+      std::vector<std::string> types;
+      for (const DeviceFactory* f : registry.factories()) types.push_back(f->device_type());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device count asks for ", count, " ", type, " device(s), but this build has no ", type,
+          " device type (registered: ", absl::StrJoin(types, ", "), ")"));
+    }
+  }
   std::vector<std::unique_ptr<Device>> devices;
-  for (int i = 0; i < o.num_cpus; ++i) {
-    DeviceAttributes a;
-    a.name =
-        absl::StrCat("/job:", o.job, "/replica:", o.replica, "/task:", o.task, "/device:CPU:", i);
-    a.device_type = "CPU";
-    a.memory_limit = int64_t{1} << 34;
-    a.incarnation = NewIncarnation();
-    devices.push_back(std::make_unique<Device>(a, pool, std::make_shared<ResourceMgr>(o.job)));
-    devices.back()->set_intra_op_parallelism(threads);
-    devices.back()->set_file_access(o.file_access);
+  for (const DeviceFactory* f : registry.factories()) {
+    const std::string& type = f->device_type();
+    int count = f->DefaultCount();
+    auto it = o.device_count.find(type);
+    const bool asked = type == kDeviceCpu || it != o.device_count.end();
+    if (type == kDeviceCpu) {
+      count = o.num_cpus;
+    } else if (it != o.device_count.end()) {
+      count = it->second;
+    }
+    if (count == 0) continue;
+    absl::StatusOr<int> available = f->CountAvailable();
+    if (!available.ok()) {
+      if (!asked) continue;  // the factory said why, once
+      return absl::Status(available.status().code(),
+                          absl::StrCat("no ", type, " device: ", available.status().message()));
+    }
+    if (count > *available) {
+      if (asked) {
+        return absl::InvalidArgumentError(absl::StrCat("device count asks for ", count, " ", type,
+                                                       " device(s); ", *available, " available"));
+      }
+      count = *available;
+    }
+    if (count == 0) continue;
+    GR_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Device>> made, f->CreateDevices(o, count));
+    for (auto& d : made) devices.push_back(std::move(d));
   }
   return std::make_unique<DeviceMgr>(std::move(devices));
 }
@@ -57,12 +86,6 @@ std::vector<DeviceAttributes> DeviceMgr::ListDeviceAttributes() const {
   std::vector<DeviceAttributes> out;
   for (const auto& d : devices_) out.push_back(d->attributes());
   return out;
-}
-
-absl::Status CheckGpuAvailable() {
-  return absl::NotFoundError(
-      "no GPU device is available: this graphrun build has no CUDA device "
-      "support enabled, or no GPU is attached");
 }
 
 }  // namespace graphrun

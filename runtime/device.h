@@ -1,13 +1,14 @@
 // Devices of one process and the manager that owns them. A CPU device is a
 // name, a resource manager (where variables live across steps) and an
-// intra-op thread pool. GPU devices register the same way once a GPU is
-// present; this build reports a missing GPU at run time (gpu_device.cc).
+// intra-op thread pool. Other types (accelerators, with memory and streams
+// of their own) come from their DeviceFactory (runtime/device_factory.h).
 //
 // Thread-safety: devices are immutable after creation apart from their
 // (thread-safe) resource managers; DeviceMgr is read-only after construction.
 #ifndef GRAPHRUN_RUNTIME_DEVICE_H_
 #define GRAPHRUN_RUNTIME_DEVICE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "runtime/session.h"
 
 namespace graphrun {
+
+class DeviceFactoryRegistry;
 
 class Device : public DeviceBase {
  public:
@@ -50,6 +53,11 @@ struct DeviceMgrOptions {
   int replica = 0;
   int task = 0;
   int num_cpus = 1;
+  // Devices of the other registered types ("TEST_ACCEL": 2); a type not
+  // named gets its factory's default count (every device available).
+  std::map<std::string, int> device_count;
+  // Null: DefaultDeviceFactoryRegistry().
+  const DeviceFactoryRegistry* device_factories = nullptr;
   int intra_op_threads = 0;  // 0 = number of cores
   // Files the devices' kernels may touch (kernels/file_access.h); null:
   // any.
@@ -59,7 +67,9 @@ struct DeviceMgrOptions {
 class DeviceMgr {
  public:
   // Creates `num_cpus` CPU devices "/job:J/replica:R/task:T/device:CPU:i",
-  // sharing one intra-op pool. InvalidArgument for num_cpus < 1.
+  // sharing one intra-op pool, then the devices of every other registered
+  // type (device_count). InvalidArgument for num_cpus < 1, a count for an
+  // unregistered type, or more devices than the type has available.
   static absl::StatusOr<std::unique_ptr<DeviceMgr>> NewLocal(const DeviceMgrOptions& options);
   explicit DeviceMgr(std::vector<std::unique_ptr<Device>> devices);
 
@@ -71,11 +81,6 @@ class DeviceMgr {
  private:
   std::vector<std::unique_ptr<Device>> devices_;
 };
-
-// NotFound if the process has no GPU: CUDA is compiled in but no device is
-// attached ("no GPU device is available: ..."). Used by device count
-// requests for "GPU".
-absl::Status CheckGpuAvailable();
 
 }  // namespace graphrun
 

@@ -71,6 +71,10 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   DeviceMgrOptions dm;
   auto it = cfg.device_count().find("CPU");
   dm.num_cpus = it == cfg.device_count().end() ? 1 : it->second;
+  for (const auto& [type, count] : cfg.device_count()) {
+    if (type != kDeviceCpu) dm.device_count[type] = count;
+  }
+  dm.device_factories = options.device_factories;
   if (cfg.intra_op_parallelism_threads() < 0 || cfg.inter_op_parallelism_threads() < 0) {
     return absl::InvalidArgumentError("thread counts must not be negative");
   }
@@ -150,8 +154,9 @@ DirectSession::GetOrCreateExecutors(const std::vector<std::string>& feeds,
   std::vector<placement::DeviceInfo> infos;
   for (const auto& d : devices) infos.push_back({d->name(), d->device_type()});
   ClientGraphSpec spec{feeds, fetches, targets, devices[0]->name()};
-  GR_ASSIGN_OR_RETURN(ClientGraph cg, PlaceClientGraph(def, *op_registry_, *kernel_registry_, spec,
-                                                       infos, options_.config));
+  GR_ASSIGN_OR_RETURN(ClientGraph cg,
+                      PlaceClientGraph(def, *op_registry_, *kernel_registry_, spec, infos,
+                                       options_.config, options_.device_factories));
   auto ek = std::make_shared<ExecutorsAndKeys>();
   ek->feed_types = cg.feed_types;
   ek->fetch_types = cg.fetch_types;

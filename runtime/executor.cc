@@ -87,6 +87,9 @@ struct FrameInfo {
 
 struct Executor::Impl {
   DeviceBase* device = nullptr;
+  // The CPU's kernels read host memory only: an input in an accelerator's
+  // memory is a missing copy, reported instead of computed on.
+  bool host_only = true;
   std::vector<NodeItem> items;
   std::vector<int> roots;
   std::vector<FrameInfo> frames;
@@ -212,6 +215,18 @@ class ExecutorState {
       aborted_.store(true);
     }
     const bool skip = (tn.is_dead && !item.is_transfer) || aborted_.load();
+    if (!skip && impl_->host_only) {
+      for (int i = 0; i < item.num_inputs; ++i) {
+        const DeviceMemorySpace* space = inputs[i].tensor.memory_space();
+        if (space == nullptr) continue;
+        OutputList outputs(item.num_outputs);
+        return NodeDone(absl::InternalError(absl::StrCat(
+                            "node '", item.node->name(), "' (op ", item.node->op(), ") on ",
+                            impl_->device->name(), ": input ", i, " lies in the memory of ",
+                            space->device_name(), ", which this device cannot read")),
+                        tn, std::move(outputs), inline_ready);
+      }
+    }
     if (skip) {
       OutputList outputs(item.num_outputs);
       return NodeDone(absl::OkStatus(), tn, std::move(outputs), inline_ready);
@@ -704,6 +719,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams&
   ex->impl_ = std::make_unique<Impl>();
   Impl& impl = *ex->impl_;
   impl.device = params.device;
+  impl.host_only = params.device->accelerator() == nullptr;
   impl.items.resize(graph->num_node_ids());
   for (Node* n : graph->nodes()) {
     NodeItem& item = impl.items[n->id()];

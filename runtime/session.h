@@ -22,10 +22,13 @@
 
 namespace graphrun {
 
+class DeviceFactoryRegistry;
 class KernelRegistry;
 
 struct SessionOptions {
-  // device_count {"CPU": N} gives N CPU devices; intra/inter-op threads;
+  // device_count {"CPU": N} gives N CPU devices, {"TEST_ACCEL": 0} none of
+  // that type (a type not named: every device available); intra/inter-op
+  // threads;
   // allow_soft_placement; log_device_placement (one line per node to
   // stderr: name, op, device); operation_timeout_in_ms (default step
   // deadline when RunOptions has none).
@@ -41,6 +44,7 @@ struct SessionOptions {
   // Registries; null means the defaults.
   const OpRegistry* op_registry = nullptr;
   const KernelRegistry* kernel_registry = nullptr;
+  const DeviceFactoryRegistry* device_factories = nullptr;
 };
 
 // One device of a session: "/job:localhost/replica:0/task:0/device:CPU:0".

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
 #include "kernels/thread_pool.h"
+#include "placement/device_spec.h"
 #include "placement/partition.h"
 
 namespace graphrun {
@@ -14,10 +15,19 @@ absl::StatusOr<ClientGraph> PlaceClientGraph(const tensorflow::GraphDef& def,
                                              const KernelRegistry& kernel_registry,
                                              const ClientGraphSpec& spec,
                                              const std::vector<placement::DeviceInfo>& devices,
-                                             const tensorflow::ConfigProto& config) {
+                                             const tensorflow::ConfigProto& config,
+                                             const DeviceFactoryRegistry* device_factories) {
   GR_ASSIGN_OR_RETURN(ClientGraph cg, BuildClientGraph(def, op_registry, spec));
   placement::PlacerOptions popts;
-  popts.default_device = spec.client_device;
+  // The client's task; the device type comes from the priorities.
+  GR_ASSIGN_OR_RETURN(placement::DeviceSpec client,
+                      placement::DeviceSpec::Parse(spec.client_device));
+  popts.default_device = client.TaskPart().ToString();
+  const DeviceFactoryRegistry* factories =
+      device_factories != nullptr ? device_factories : &DefaultDeviceFactoryRegistry();
+  popts.device_type_priority = [factories](const std::string& type) {
+    return factories->Priority(type);
+  };
   popts.allow_soft_placement = config.allow_soft_placement();
   popts.log_device_placement = config.log_device_placement();
   const KernelRegistry* kr = &kernel_registry;
@@ -100,6 +110,16 @@ void DeviceExecutors::RunAsync(std::shared_ptr<const DeviceExecutors> self, cons
     auto start = [barrier, rendezvous, cm, a, ex] {
       ex->RunAsync(a, [barrier, rendezvous, cm](const absl::Status& s) {
         if (!s.ok()) {
+          // The cause wins over the cancellations it causes in the other
+          // devices' executors (a failing executor cancels the step), even
+          // when one of them finishes first.
+          {
+            std::lock_guard<std::mutex> l(barrier->mu);
+            if (barrier->status.ok() ||
+                (absl::IsCancelled(barrier->status) && !absl::IsCancelled(s))) {
+              barrier->status = s;
+            }
+          }
           rendezvous->StartAbort(s);
           cm->StartCancel();
         }
@@ -107,7 +127,6 @@ void DeviceExecutors::RunAsync(std::shared_ptr<const DeviceExecutors> self, cons
         absl::Status result;
         {
           std::lock_guard<std::mutex> l(barrier->mu);
-          if (!s.ok() && barrier->status.ok()) barrier->status = s;
           if (--barrier->pending == 0) {
             fire = std::move(barrier->done);
             result = barrier->status;

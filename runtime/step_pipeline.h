@@ -31,21 +31,23 @@
 #include "placement/placer.h"
 #include "runtime/client_graph.h"
 #include "runtime/device.h"
+#include "runtime/device_factory.h"
 #include "runtime/executor.h"
 
 namespace graphrun {
 
 // The client graph of `spec` (pruned to what the fetches and targets
 // need, with _Arg/_Retval for feeds and fetches on spec.client_device),
-// placed over `devices`; unplaced nodes go to spec.client_device. Errors
-// name the node (no kernel on any allowed device, an impossible
-// constraint) or the feed/fetch/target.
-absl::StatusOr<ClientGraph> PlaceClientGraph(const tensorflow::GraphDef& def,
-                                             const OpRegistry& op_registry,
-                                             const KernelRegistry& kernel_registry,
-                                             const ClientGraphSpec& spec,
-                                             const std::vector<placement::DeviceInfo>& devices,
-                                             const tensorflow::ConfigProto& config);
+// placed over `devices`. Unplaced nodes go to spec.client_device's task,
+// on the device type of highest priority (`device_factories`; null: the
+// default registry) that has kernels for them: an accelerator before the
+// CPU. Errors name the node (no kernel on any allowed device, an
+// impossible constraint) or the feed/fetch/target.
+absl::StatusOr<ClientGraph> PlaceClientGraph(
+    const tensorflow::GraphDef& def, const OpRegistry& op_registry,
+    const KernelRegistry& kernel_registry, const ClientGraphSpec& spec,
+    const std::vector<placement::DeviceInfo>& devices, const tensorflow::ConfigProto& config,
+    const DeviceFactoryRegistry* device_factories = nullptr);
 
 // One task's executors for a placed graph: one per local device.
 class DeviceExecutors {
