@@ -91,6 +91,45 @@ TEST(GraphrunCliTest, AffineJson) {
                "\"shape\": [2, 2], \"values\": [9, 12, -4, -4]}}}\n");
 }
 
+// GRAPHRUN_TEST_ACCEL_DEVICES=1 gives graphrun one TEST_ACCEL device:
+// unrequested MatMul and Relu run there (type priority) with the CPU's
+// answer. The string constant asks for it but has no kernel there: an
+// error naming the node and type, or, with --soft_placement, the CPU, which
+// --log_device_placement says on the node's line.
+TEST(GraphrunCliTest, TestAccelDeviceAndSoftPlacement) {
+  const std::vector<std::string> run = {"run",     Runfile("tools/testdata/test_accel.pbtxt"),
+                                        "--feed",  "x=[[1,2],[-3,4]]",
+                                        "--fetch", "y",
+                                        "--fetch", "label"};
+  setenv("GRAPHRUN_TEST_ACCEL_DEVICES", "1", 1);
+  Result hard = Graphrun(run);
+  std::vector<std::string> soft_args = run;
+  soft_args.push_back("--soft_placement");
+  soft_args.push_back("--log_device_placement");
+  Result soft = Graphrun(soft_args);
+  unsetenv("GRAPHRUN_TEST_ACCEL_DEVICES");
+  Result cpu = Graphrun(run);
+
+  EXPECT_EQ(hard.exit_code, 1);
+  EXPECT_EQ(hard.out, "");
+  EXPECT_THAT(hard.err, StartsWith("InvalidArgument: node 'label' (op Const): no kernel for "
+                                   "device type TEST_ACCEL on requested device "
+                                   "'/device:TEST_ACCEL:0'"));
+  EXPECT_EQ(soft.exit_code, 0) << soft.err;
+  EXPECT_EQ(soft.out,
+            "y:0 = Tensor<float, [2,2]: 2 4 0 18>\nlabel:0 = Tensor<string, []: \"relu\">\n");
+  EXPECT_THAT(soft.err,
+              HasSubstr("MatMul (MatMul): /job:localhost/replica:0/task:0/device:TEST_ACCEL:0\n"));
+  EXPECT_THAT(soft.err,
+              HasSubstr("y (Relu): /job:localhost/replica:0/task:0/device:TEST_ACCEL:0\n"));
+  EXPECT_THAT(soft.err, HasSubstr("label (Const): /job:localhost/replica:0/task:0/device:CPU:0 "
+                                  "(soft placement: node 'label' (op Const): no kernel for device "
+                                  "type TEST_ACCEL"));
+  // Without the variable there is no such device.
+  EXPECT_EQ(cpu.exit_code, 1);
+  EXPECT_THAT(cpu.err, HasSubstr("matches no device"));
+}
+
 TEST(GraphrunCliTest, AffineText) {
   ExpectOutput({"run", Example("affine.pbtxt"), "--feed", "x=[[1,1,1],[1,0,-1]]", "--fetch", "y"},
                "y:0 = Tensor<float, [2,2]: 9.5 11 -3.5 -5>\n");

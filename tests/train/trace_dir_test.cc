@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -41,8 +42,8 @@ std::string Runfile(const std::string& p) {
 
 // Runs to completion, bounded; the exit code (-1: killed at the bound).
 int RunTool(const std::string& binary, const std::vector<std::string>& args, const std::string& log,
-            int seconds) {
-  auto pid = distributed::SpawnProcess(binary, args, {}, log);
+            int seconds, const std::vector<std::string>& env = {}) {
+  auto pid = distributed::SpawnProcess(binary, args, env, log);
   if (!pid.ok()) return -1;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -147,6 +148,52 @@ TEST(TraceDirTest, ShortRunsTraceWhatTheyReachedAndSaySo) {
   EXPECT_THAT(ReadAll(log), HasSubstr("--trace_dir: nothing traced: training ended before the "
                                       "chief ran 10 steps (--trace_warmup_steps)"));
   EXPECT_FALSE(std::filesystem::exists(none + "/trace.json"));
+}
+
+// With GRAPHRUN_TEST_ACCEL_DEVICES=1 every task has a TEST_ACCEL device:
+// the worker's forward and backward passes run on it (the trace has its
+// device and its MatMuls), the variables stay on the PS's CPU, and the
+// losses are the CPU-only run's.
+TEST(TraceDirTest, TestAccelWorkerTrainsAsTheCpuAndIsTraced) {
+  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "no " << kData;
+  const std::string tmp = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  std::map<std::string, JsonValue> results;
+  for (const std::string kind : {"cpu", "accel"}) {
+    const std::string log = tmp + "/test_accel_" + kind + ".log";
+    std::vector<std::string> env;
+    if (kind == "accel") env.push_back("GRAPHRUN_TEST_ACCEL_DEVICES=1");
+    ASSERT_EQ(RunTool(Runfile("tools/graphrun"),
+                      {"train", "--ps=1", "--workers=1", "--steps=30",
+                       "--data=" + std::string(kData), "--checkpoint_dir=" + tmp + "/ta_" + kind,
+                       "--trace_dir=" + tmp + "/ta_trace_" + kind, "--trace_steps=2",
+                       "--trace_warmup_steps=5", "--format=json"},
+                      log, 300, env),
+              0)
+        << ReadAll(log);
+    const std::string text = ReadAll(log);
+    auto json = ParseJson(text.substr(text.rfind("\n{") + 1));
+    ASSERT_TRUE(json.ok()) << json.status() << text;
+    results[kind] = *json;
+  }
+  for (const char* key : {"first_loss", "last_loss", "test_loss"}) {
+    const double c = std::stod(results["cpu"].Find(key)->number_text());
+    EXPECT_NEAR(std::stod(results["accel"].Find(key)->number_text()), c, 1e-4 * c) << key;
+  }
+
+  tensorflow::RunMetadata metadata;
+  ASSERT_TRUE(metadata.ParseFromString(ReadAll(tmp + "/ta_trace_accel/run_metadata.pb")));
+  std::map<std::string, int> matmuls;  // per device
+  for (const auto& d : metadata.step_stats().dev_stats()) {
+    for (const auto& n : d.node_stats()) {
+      if (n.timeline_label().find(" = MatMul(") != std::string::npos) ++matmuls[d.device()];
+    }
+  }
+  // Two traced steps of the MLP: 3 forward MatMuls, 3 for the kernels'
+  // gradients and 2 for the hidden layers' inputs.
+  EXPECT_EQ(matmuls["/job:worker/replica:0/task:0/device:TEST_ACCEL:0"], 2 * 8);
+  EXPECT_EQ(matmuls["/job:worker/replica:0/task:0/device:CPU:0"], 0);
+  EXPECT_THAT(ReadAll(tmp + "/ta_trace_accel/trace.json"),
+              HasSubstr("/job:worker/replica:0/task:0/device:TEST_ACCEL:0"));
 }
 
 }  // namespace
