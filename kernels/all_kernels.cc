@@ -1,6 +1,9 @@
 #include "kernels/all_kernels.h"
 
 #include "kernels/test_accel_kernels.h"
+#ifdef GRAPHRUN_CUDA
+#include "kernels/gpu/gpu_accelerator.h"
+#endif
 
 namespace graphrun {
 
@@ -27,6 +30,10 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterParsingKernels(r);
   RegisterViaFloatKernels(r);
   RegisterTestAccelKernels(r);
+#ifdef GRAPHRUN_CUDA
+  RegisterGpuKernels(r);
+  RegisterAcceleratorTransferKernels(r, kDeviceGpu);
+#endif
 }
 
 const KernelRegistry& DefaultKernelRegistry() {

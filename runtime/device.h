@@ -58,6 +58,11 @@ struct DeviceMgrOptions {
   std::map<std::string, int> device_count;
   // Null: DefaultDeviceFactoryRegistry().
   const DeviceFactoryRegistry* device_factories = nullptr;
+  // Accelerators' memory (ConfigProto.gpu_options): > 0, the fraction of
+  // each device's memory held from the first allocation (or grown up to
+  // with allow_growth); 0, grown as needed up to what was free at start.
+  double accelerator_memory_fraction = 0;
+  bool accelerator_allow_growth = false;
   int intra_op_threads = 0;  // 0 = number of cores
   // Files the devices' kernels may touch (kernels/file_access.h); null:
   // any.

@@ -85,6 +85,9 @@ std::unique_ptr<DeviceFactory> NewCpuDeviceFactory() {
 
 void RegisterDefaultDeviceFactories(DeviceFactoryRegistry& registry) {
   registry.Register(NewCpuDeviceFactory()).IgnoreError();
+#ifdef GRAPHRUN_CUDA
+  RegisterGpuDeviceFactory(registry);
+#endif
   absl::StatusOr<int> accel = TestAccelDevicesFromEnv();
   if (!accel.ok()) {
     std::fprintf(stderr, "graphrun: %s; no TEST_ACCEL devices\n",

@@ -62,6 +62,12 @@ class DeviceFactoryRegistry {
 // The CPU factory: devices in host memory sharing one intra-op pool.
 std::unique_ptr<DeviceFactory> NewCpuDeviceFactory();
 
+// The GPU factory of --config=cuda builds (runtime/gpu_device.cc): one
+// device per CUDA GPU; on a machine without a driver or GPU it prints
+// "graphrun: no CUDA device: <the driver's error>; running on the CPU"
+// once and offers none.
+void RegisterGpuDeviceFactory(DeviceFactoryRegistry& registry);
+
 // CPU, and whatever this build adds (GPU in --config=cuda builds).
 void RegisterDefaultDeviceFactories(DeviceFactoryRegistry& registry);
 

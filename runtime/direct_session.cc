@@ -75,6 +75,13 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
     if (type != kDeviceCpu) dm.device_count[type] = count;
   }
   dm.device_factories = options.device_factories;
+  if (cfg.gpu_options().per_process_gpu_memory_fraction() < 0 ||
+      cfg.gpu_options().per_process_gpu_memory_fraction() > 1) {
+    return absl::InvalidArgumentError(
+        "gpu_options.per_process_gpu_memory_fraction must be in [0, 1]");
+  }
+  dm.accelerator_memory_fraction = cfg.gpu_options().per_process_gpu_memory_fraction();
+  dm.accelerator_allow_growth = cfg.gpu_options().allow_growth();
   if (cfg.intra_op_parallelism_threads() < 0 || cfg.inter_op_parallelism_threads() < 0) {
     return absl::InvalidArgumentError("thread counts must not be negative");
   }

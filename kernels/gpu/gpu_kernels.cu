@@ -1,0 +1,243 @@
+// The CUDA kernels behind gpu_launch.h: grid-stride loops for element-wise
+// work, one block per row for softmax and cross-entropy, and one thread per
+// output for reductions (enough for the MLP's and CNN's shapes; a
+// tree reduction would serve long reductions better).
+#include <cfloat>
+#include <cstdint>
+
+#include "kernels/gpu/gpu_launch.h"
+
+namespace graphrun {
+namespace gpu {
+namespace {
+
+constexpr int kThreads = 256;
+
+int Blocks(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  if (b > 65535 * 8) b = 65535 * 8;
+  return b < 1 ? 1 : static_cast<int>(b);
+}
+
+__device__ float ApplyUnary(UnaryOp op, float x) {
+  switch (op) {
+    case UnaryOp::kNeg:
+      return -x;
+    case UnaryOp::kRelu:
+      return x > 0.f ? x : 0.f;
+    case UnaryOp::kSquare:
+      return x * x;
+    case UnaryOp::kSqrt:
+      return sqrtf(x);
+    case UnaryOp::kExp:
+      return expf(x);
+    case UnaryOp::kLog:
+      return logf(x);
+    case UnaryOp::kTanh:
+      return tanhf(x);
+    case UnaryOp::kSigmoid:
+      return 1.f / (1.f + expf(-x));
+    case UnaryOp::kIdentity:
+      return x;
+  }
+  return x;
+}
+
+__device__ float ApplyBinary(BinaryOp op, float a, float b) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return a + b;
+    case BinaryOp::kSub:
+      return a - b;
+    case BinaryOp::kMul:
+      return a * b;
+    case BinaryOp::kDiv:
+      return a / b;
+    case BinaryOp::kMaximum:
+      return a > b ? a : b;
+    case BinaryOp::kMinimum:
+      return a < b ? a : b;
+    case BinaryOp::kReluGrad:  // a: gradients, b: features
+      return b > 0.f ? a : 0.f;
+    case BinaryOp::kSquaredDifference:
+      return (a - b) * (a - b);
+  }
+  return a;
+}
+
+__global__ void UnaryKernel(UnaryOp op, const float* x, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    y[i] = ApplyUnary(op, x[i]);
+  }
+}
+
+__global__ void BinaryKernel(BinaryOp op, const float* a, const float* b, float* out, int64_t n,
+                             BroadcastShape s) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t rest = i, ai = 0, bi = 0;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const int64_t coord = rest % s.out_dims[d];
+      rest /= s.out_dims[d];
+      ai += coord * s.a_strides[d];
+      bi += coord * s.b_strides[d];
+    }
+    out[i] = ApplyBinary(op, a[ai], b[bi]);
+  }
+}
+
+__global__ void BiasAddKernel(const float* x, const float* bias, float* y, int64_t n,
+                              int64_t cols) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    y[i] = x[i] + bias[i % cols];
+  }
+}
+
+__global__ void ReduceKernel(ReduceOp op, const float* x, float* y, int64_t outer, int64_t reduce,
+                             int64_t inner) {
+  const int64_t n = outer * inner;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t o = i / inner, in = i % inner;
+    const float* p = x + o * reduce * inner + in;
+    float acc = op == ReduceOp::kMax ? -FLT_MAX : 0.f;
+    for (int64_t r = 0; r < reduce; ++r) {
+      const float v = p[r * inner];
+      acc = op == ReduceOp::kMax ? (v > acc ? v : acc) : acc + v;
+    }
+    if (op == ReduceOp::kMean && reduce > 0) acc /= static_cast<float>(reduce);
+    y[i] = acc;
+  }
+}
+
+// One block per row; shared memory for the block's max and sum.
+__device__ float BlockReduce(float v, bool max, float* shared) {
+  const int t = threadIdx.x;
+  shared[t] = v;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (t < s) shared[t] = max ? fmaxf(shared[t], shared[t + s]) : shared[t] + shared[t + s];
+    __syncthreads();
+  }
+  const float r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+__global__ void SoftmaxKernel(const float* x, float* y, int64_t cols, bool log) {
+  __shared__ float shared[kThreads];
+  const float* row = x + blockIdx.x * cols;
+  float* out = y + blockIdx.x * cols;
+  float m = -FLT_MAX;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
+  m = BlockReduce(m, true, shared);
+  float sum = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(row[c] - m);
+  sum = BlockReduce(sum, false, shared);
+  const float log_sum = logf(sum);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    out[c] = log ? row[c] - m - log_sum : expf(row[c] - m) / sum;
+  }
+}
+
+__global__ void SparseXentKernel(const float* logits, const void* labels, bool labels64,
+                                 float* loss, float* backprop, int64_t cols) {
+  __shared__ float shared[kThreads];
+  const int64_t r = blockIdx.x;
+  const float* row = logits + r * cols;
+  float* grad = backprop + r * cols;
+  const int64_t label = labels64 ? static_cast<const int64_t*>(labels)[r]
+                                 : static_cast<const int32_t*>(labels)[r];
+  const bool valid = label >= 0 && label < cols;
+  float m = -FLT_MAX;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
+  m = BlockReduce(m, true, shared);
+  float sum = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(row[c] - m);
+  sum = BlockReduce(sum, false, shared);
+  const float log_sum = logf(sum);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    grad[c] = valid ? expf(row[c] - m) / sum - (c == label ? 1.f : 0.f) : NAN;
+  }
+  if (threadIdx.x == 0) loss[r] = valid ? log_sum - (row[label] - m) : NAN;
+}
+
+__global__ void FillKernel(float* y, float value, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    y[i] = value;
+  }
+}
+
+__global__ void ApplyGradientDescentKernel(float* var, const float* alpha, const float* delta,
+                                           int64_t n) {
+  const float a = alpha[0];
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    var[i] -= a * delta[i];
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchUnary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  UnaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, x, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBinary(BinaryOp op, const float* a, const float* b, float* out, int64_t n,
+                         const BroadcastShape& shape, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  BinaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, a, b, out, n, shape);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBiasAdd(const float* x, const float* bias, float* y, int64_t rows, int64_t cols,
+                          cudaStream_t stream) {
+  const int64_t n = rows * cols;
+  if (n == 0) return cudaSuccess;
+  BiasAddKernel<<<Blocks(n), kThreads, 0, stream>>>(x, bias, y, n, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchReduce(ReduceOp op, const float* x, float* y, int64_t outer, int64_t reduce,
+                         int64_t inner, cudaStream_t stream) {
+  const int64_t n = outer * inner;
+  if (n == 0) return cudaSuccess;
+  ReduceKernel<<<Blocks(n), kThreads, 0, stream>>>(op, x, y, outer, reduce, inner);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSoftmax(const float* x, float* y, int64_t rows, int64_t cols, bool log,
+                          cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  SoftmaxKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, y, cols, log);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSparseXent(const float* logits, const void* labels, bool labels64, float* loss,
+                             float* backprop, int64_t rows, int64_t cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  SparseXentKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, labels, labels64,
+                                                                         loss, backprop, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchFill(float* y, float value, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  FillKernel<<<Blocks(n), kThreads, 0, stream>>>(y, value, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchApplyGradientDescent(float* var, const float* alpha, const float* delta,
+                                       int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  ApplyGradientDescentKernel<<<Blocks(n), kThreads, 0, stream>>>(var, alpha, delta, n);
+  return cudaGetLastError();
+}
+
+}  // namespace gpu
+}  // namespace graphrun

@@ -1,0 +1,64 @@
+// CUDA kernels of the GPU device, behind plain launch functions (raw device
+// pointers and a stream), so that nvcc compiles only gpu_kernels.cu and the
+// OpKernels (gpu_kernels.cc) stay ordinary C++. Every launch returns the
+// launch's cudaError_t; the work runs in stream order.
+#ifndef GRAPHRUN_KERNELS_GPU_GPU_LAUNCH_H_
+#define GRAPHRUN_KERNELS_GPU_GPU_LAUNCH_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace graphrun {
+namespace gpu {
+
+enum class UnaryOp { kNeg, kRelu, kSquare, kSqrt, kExp, kLog, kTanh, kSigmoid, kIdentity };
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kReluGrad, kSquaredDifference };
+enum class ReduceOp { kSum, kMean, kMax };
+
+constexpr int kMaxBroadcastRank = 6;
+
+// y[i] = op(x[i]).
+cudaError_t LaunchUnary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
+
+// out = op(a, b) with NumPy broadcasting: `rank` output dims, and per input
+// the element stride of each output dim (0 where it broadcasts).
+struct BroadcastShape {
+  int rank = 0;
+  int64_t out_dims[kMaxBroadcastRank] = {};
+  int64_t a_strides[kMaxBroadcastRank] = {};
+  int64_t b_strides[kMaxBroadcastRank] = {};
+};
+cudaError_t LaunchBinary(BinaryOp op, const float* a, const float* b, float* out, int64_t n,
+                         const BroadcastShape& shape, cudaStream_t stream);
+
+// y[r, c] = x[r, c] + bias[c].
+cudaError_t LaunchBiasAdd(const float* x, const float* bias, float* y, int64_t rows, int64_t cols,
+                          cudaStream_t stream);
+
+// x viewed as [outer, reduce, inner]: y[o, i] = op over r of x[o, r, i].
+cudaError_t LaunchReduce(ReduceOp op, const float* x, float* y, int64_t outer, int64_t reduce,
+                         int64_t inner, cudaStream_t stream);
+
+// Row-wise softmax (or log-softmax) of [rows, cols].
+cudaError_t LaunchSoftmax(const float* x, float* y, int64_t rows, int64_t cols, bool log,
+                          cudaStream_t stream);
+
+// SparseSoftmaxCrossEntropyWithLogits: loss[r] and backprop[r, c] from
+// logits [rows, cols] and labels (int32 when !labels64). A label outside
+// [0, cols) gives NaN loss and backprop for its row (TensorFlow's GPU
+// behaviour).
+cudaError_t LaunchSparseXent(const float* logits, const void* labels, bool labels64, float* loss,
+                             float* backprop, int64_t rows, int64_t cols, cudaStream_t stream);
+
+// y[i] = value.
+cudaError_t LaunchFill(float* y, float value, int64_t n, cudaStream_t stream);
+
+// var -= alpha[0] * delta (alpha in device memory).
+cudaError_t LaunchApplyGradientDescent(float* var, const float* alpha, const float* delta,
+                                       int64_t n, cudaStream_t stream);
+
+}  // namespace gpu
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_KERNELS_GPU_GPU_LAUNCH_H_
