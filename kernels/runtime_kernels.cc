@@ -152,6 +152,10 @@ class AcceleratorRecvOp : public AsyncOpKernel {
  public:
   explicit AcceleratorRecvOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
     ReadTransferAttrs(ctx, &attrs_);
+    // Set by the runtime when every consumer reads this value on the host.
+    if (ctx->HasAttr("_host_memory")) {
+      GR_CTX_CHECK_OK(ctx, ctx->GetAttr("_host_memory", &host_));
+    }
     if (ctx->device()->accelerator() == nullptr) {
       ctx->SetStatus(Error(absl::StrCat("device ", ctx->device()->name(), " (",
                                         ctx->device()->device_type(), ") is no accelerator")));
@@ -171,10 +175,11 @@ class AcceleratorRecvOp : public AsyncOpKernel {
     args.cancellation_manager = ctx->cancellation_manager();
     std::string node = name();
     Accelerator* acc = ctx->device()->accelerator();
+    const bool host = host_;
     ctx->rendezvous()->RecvAsync(
         *key, args,
-        [ctx, acc, done = std::move(done), node](const absl::Status& s, const Tensor& v,
-                                                 bool is_dead) {
+        [ctx, acc, host, done = std::move(done), node](const absl::Status& s, const Tensor& v,
+                                                       bool is_dead) {
           if (!s.ok()) {
             done(AnnotateStatus(s, absl::StrCat("node '", node, "': ")));
             return;
@@ -183,7 +188,7 @@ class AcceleratorRecvOp : public AsyncOpKernel {
             done(absl::OkStatus());
             return;
           }
-          if (!v.IsInitialized() || !acc->CanHold(v.dtype()) ||
+          if (host || !v.IsInitialized() || !acc->CanHold(v.dtype()) ||
               v.memory_space() == acc->memory_space()) {
             ctx->set_output(0, v);
             done(absl::OkStatus());
@@ -209,6 +214,7 @@ class AcceleratorRecvOp : public AsyncOpKernel {
 
  private:
   TransferAttrs attrs_;
+  bool host_ = false;
 };
 
 class ArgOp : public OpKernel {

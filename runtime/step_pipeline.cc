@@ -2,6 +2,9 @@
 
 #include <mutex>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
 #include "kernels/thread_pool.h"
@@ -38,6 +41,47 @@ absl::StatusOr<ClientGraph> PlaceClientGraph(const tensorflow::GraphDef& def,
   return cg;
 }
 
+namespace {
+
+// On an accelerator, a _Recv whose consumers all read that input in host
+// memory (HostMemory args: shapes, axes) keeps what it receives on the
+// host (attr _host_memory) instead of copying it into device memory.
+void MarkHostMemoryRecvs(Device* device, const OpRegistry& op_registry,
+                         const KernelRegistry& kernels, tensorflow::GraphDef* pdef) {
+  Accelerator* acc = device->accelerator();
+  auto can_hold = [acc](DataType t) { return acc->CanHold(t); };
+  absl::flat_hash_set<std::string> recvs;
+  for (const auto& n : pdef->node()) {
+    if (n.op() == "_Recv") recvs.insert(n.name());
+  }
+  // Per _Recv with consumers: whether every one reads it on the host.
+  absl::flat_hash_map<std::string, bool> all_host;
+  for (const auto& n : pdef->node()) {
+    for (int i = 0; i < n.input_size(); ++i) {
+      absl::string_view in = n.input(i);
+      if (absl::StartsWith(in, "^")) continue;
+      in = in.substr(0, in.find(':'));
+      if (!recvs.contains(in)) continue;
+      const OpRegistrationData* reg = op_registry.LookUp(n.op());
+      absl::StatusOr<MemoryTypes> mt =
+          reg == nullptr ? absl::NotFoundError("")
+                         : kernels.GetMemoryTypes(n, reg->op_def, device->device_type(), can_hold);
+      const bool on_host =
+          mt.ok() && i < static_cast<int>(mt->input_on_host.size()) && mt->input_on_host[i];
+      auto [it, first] = all_host.try_emplace(std::string(in), on_host);
+      if (!first && !on_host) it->second = false;
+    }
+  }
+  for (auto& n : *pdef->mutable_node()) {
+    auto it = all_host.find(n.name());
+    if (n.op() == "_Recv" && it != all_host.end() && it->second) {
+      (*n.mutable_attr())["_host_memory"].set_b(true);
+    }
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<DeviceExecutors>> DeviceExecutors::Build(
     const Graph& graph, DeviceMgr* device_mgr, const OpRegistry& op_registry,
     const KernelRegistry& kernels) {
@@ -52,6 +96,9 @@ absl::StatusOr<std::unique_ptr<DeviceExecutors>> DeviceExecutors::Build(
   io.infer_shapes = false;  // the whole graph's shapes were checked already
   for (auto& [device_name, pdef] : partitions) {
     GR_ASSIGN_OR_RETURN(Device * device, device_mgr->Lookup(device_name));
+    if (device->accelerator() != nullptr) {
+      MarkHostMemoryRecvs(device, op_registry, kernels, &pdef);
+    }
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> pg, GraphFromGraphDef(pdef, op_registry, io));
     ExecutorParams ep{device, &kernels};
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::Create(ep, std::move(pg)));

@@ -320,6 +320,42 @@ node { name: 'n' op: 'Neg' input: 'x' device: '/device:CPU:0' attr { key: 'T' va
                         "/job:localhost/replica:0/task:0/device:TEST_ACCEL:0"));
 }
 
+// A value received for a HostMemory input (Sum's axes) stays on the host;
+// the data goes into device memory.
+TEST(TestAccelDeviceTest, HostMemoryInputsAreReceivedOnTheHost) {
+  auto registry = Registry();
+  auto s = NewAccelSession(registry.get(), 1, R"(
+node { name: 'x' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } }
+node { name: 'axes' op: 'Placeholder' attr { key: 'dtype' value { type: DT_INT32 } } }
+node { name: 's' op: 'Sum' input: 'x' input: 'axes' attr { key: 'T' value { type: DT_FLOAT } }
+       attr { key: 'Tidx' value { type: DT_INT32 } } }
+)");
+  ASSERT_TRUE(s);
+  tensorflow::RunOptions ro;
+  ro.set_output_partition_graphs(true);
+  tensorflow::RunMetadata md;
+  auto out = s->Run(ro,
+                    {{"x", Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2}))},
+                     {"axes", Tensor::FromVector<int32_t>({1})}},
+                    {"s"}, {}, &md);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].flat<float>()[0], 3.0f);
+  EXPECT_EQ((*out)[0].flat<float>()[1], 7.0f);
+  std::map<std::string, bool> recv_on_host;  // by the received tensor's name
+  for (const auto& g : md.partition_graphs()) {
+    for (const auto& n : g.node()) {
+      if (n.op() != "_Recv" || !absl::StrContains(n.device(), "TEST_ACCEL")) continue;
+      auto it = n.attr().find("_host_memory");
+      recv_on_host[n.attr().at("tensor_name").s()] = it != n.attr().end() && it->second.b();
+    }
+  }
+  ASSERT_EQ(recv_on_host.size(), 2u);
+  int host = 0;
+  for (const auto& [name, on_host] : recv_on_host) host += on_host;
+  EXPECT_EQ(host, 1);
+  EXPECT_EQ(GetTestAccelStats(s->device_mgr().devices()[1].get())->host_to_device_copies, 1);
+}
+
 TEST(TestAccelDeviceTest, KernelsAndMemoryTypesFollowTheCpuKernels) {
   const KernelRegistry& kr = DefaultKernelRegistry();
   auto def = [](const std::string& op, DataType t) {

@@ -19,7 +19,7 @@ git ls-files '*.cc' '*.h' | grep -v '^third_party/' |
 echo "clang-format: clean"
 # Tests really run here (not taken from a cache of an earlier run).
 log=$(mktemp)
-bazel test //... --test_output=errors --nocache_test_results 2>&1 | tee "$log"
+bazel test //... --test_tag_filters=-gpu --test_output=errors --nocache_test_results 2>&1 | tee "$log"
 total=$(grep -oE "Executed [0-9]+ out of [0-9]+ tests" "$log" | tail -1 | awk '{print $5}')
 echo "bazel: ${total:-0} passed, 0 failed"
 if [[ "${SANITIZERS:-1}" != 0 ]]; then

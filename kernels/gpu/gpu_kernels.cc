@@ -203,6 +203,9 @@ class ReduceOpKernel : public GpuOpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& axes = ctx->input(1);  // HostMemory
+    if (axes.memory_space() != nullptr) {
+      return absl::InternalError(absl::StrCat(context_, "axes are not in host memory"));
+    }
     std::vector<bool> reduced(x.dims(), false);
     for (int64_t i = 0; i < axes.NumElements(); ++i) {
       int64_t a = axes.dtype() == DT_INT64 ? axes.flat<int64_t>()[i] : axes.flat<int32_t>()[i];
@@ -291,6 +294,9 @@ class FillOp : public GpuOpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& dims = ctx->input(0);   // HostMemory
     const Tensor& value = ctx->input(1);  // HostMemory
+    if (dims.memory_space() != nullptr || value.memory_space() != nullptr) {
+      return absl::InternalError(absl::StrCat(context_, "dims and value must be in host memory"));
+    }
     std::vector<int64_t> d;
     for (int64_t i = 0; i < dims.NumElements(); ++i) {
       int64_t v = dims.dtype() == DT_INT64 ? dims.flat<int64_t>()[i] : dims.flat<int32_t>()[i];

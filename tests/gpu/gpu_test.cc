@@ -1,0 +1,330 @@
+// The GPU suite (Bazel tag `gpu`: scripts/test_gpu.sh runs it on a GPU
+// machine; CI and machines without a GPU skip every test and say why).
+// Every GPU kernel is compared with its CPU kernel on random inputs,
+// shapes with empty and odd sizes included; errors name the node; an MLP
+// trains on the GPU with the CPU's losses.
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/client_session.h"
+#include "client/train/models.h"
+#include "client/train/ops_internal.h"
+#include "graph/node_def_util.h"
+#include "gtest/gtest.h"
+#include "runtime/device_factory.h"
+#include "runtime/direct_session.h"
+
+namespace graphrun {
+namespace {
+
+std::string GpuMissing() {
+  const DeviceFactory* f = DefaultDeviceFactoryRegistry().Find("GPU");
+  if (f == nullptr) return "this binary was built without --config=cuda";
+  absl::StatusOr<int> n = f->CountAvailable();
+  if (!n.ok()) return absl::StrCat("no CUDA device: ", n.status().message());
+  if (*n == 0) return "no GPU attached";
+  return "";
+}
+
+#define REQUIRE_GPU()                                                       \
+  do {                                                                      \
+    const std::string missing = GpuMissing();                               \
+    if (!missing.empty()) GTEST_SKIP() << "GPU suite skipped: " << missing; \
+  } while (0)
+
+struct Case {
+  std::string op;
+  std::vector<Tensor> inputs;
+  std::map<std::string, tensorflow::AttrValue> attrs;
+  int outputs = 1;
+};
+
+absl::StatusOr<std::vector<Tensor>> RunOn(const Case& c, const std::string& device,
+                                          std::map<std::string, std::string>* placed = nullptr,
+                                          double memory_fraction = 0) {
+  tensorflow::GraphDef g;
+  NamedTensorList feeds;
+  auto* op = g.add_node();
+  op->set_name("op");
+  op->set_op(c.op);
+  op->set_device(device);
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    auto* in = g.add_node();
+    in->set_name(absl::StrCat("in", i));
+    in->set_op("Placeholder");
+    (*in->mutable_attr())["dtype"].set_type(c.inputs[i].dtype());
+    op->add_input(in->name());
+    feeds.push_back({in->name(), c.inputs[i]});
+  }
+  for (const auto& [k, v] : c.attrs) (*op->mutable_attr())[k] = v;
+  SessionOptions so;
+  so.config.mutable_gpu_options()->set_per_process_gpu_memory_fraction(memory_fraction);
+  GR_ASSIGN_OR_RETURN(auto s, DirectSession::Create(so));
+  GR_RETURN_IF_ERROR(s->Create(g));
+  std::vector<std::string> fetches;
+  for (int k = 0; k < c.outputs; ++k) fetches.push_back(absl::StrCat("op:", k));
+  tensorflow::RunOptions ro;
+  ro.set_output_partition_graphs(true);
+  tensorflow::RunMetadata md;
+  GR_ASSIGN_OR_RETURN(auto out, s->Run(ro, feeds, fetches, {}, &md));
+  if (placed != nullptr) {
+    for (const auto& p : md.partition_graphs()) {
+      for (const auto& n : p.node()) (*placed)[n.name()] = n.device();
+    }
+  }
+  return out;
+}
+
+Tensor Random(const std::vector<int64_t>& dims, std::mt19937& rng, float lo = -2, float hi = 2) {
+  Tensor t(DT_FLOAT, TensorShape(dims));
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (float& v : t.flat<float>()) v = u(rng);
+  return t;
+}
+
+tensorflow::AttrValue Type(DataType t) {
+  tensorflow::AttrValue v;
+  v.set_type(t);
+  return v;
+}
+tensorflow::AttrValue Bool(bool b) {
+  tensorflow::AttrValue v;
+  v.set_b(b);
+  return v;
+}
+
+// Runs `c` on GPU:0 and CPU:0 and compares every output.
+void Compare(const Case& c, double tolerance = 1e-5) {
+  std::map<std::string, std::string> placed;
+  auto gpu = RunOn(c, "/device:GPU:0", &placed);
+  auto cpu = RunOn(c, "/device:CPU:0");
+  std::string what = c.op;
+  for (const Tensor& t : c.inputs) absl::StrAppend(&what, " ", t.shape().DebugString());
+  ASSERT_TRUE(gpu.ok()) << what << ": " << gpu.status();
+  ASSERT_TRUE(cpu.ok()) << what << ": " << cpu.status();
+  EXPECT_TRUE(absl::StrContains(placed["op"], "GPU:0")) << what << " ran on " << placed["op"];
+  ASSERT_EQ(gpu->size(), cpu->size());
+  for (size_t k = 0; k < gpu->size(); ++k) {
+    const Tensor& a = (*gpu)[k];
+    const Tensor& b = (*cpu)[k];
+    ASSERT_EQ(a.shape(), b.shape()) << what;
+    ASSERT_EQ(a.dtype(), b.dtype()) << what;
+    if (a.dtype() != DT_FLOAT) {
+      EXPECT_EQ(a.DebugString(1000), b.DebugString(1000)) << what;
+      continue;
+    }
+    for (int64_t i = 0; i < a.NumElements(); ++i) {
+      const float x = a.flat<float>()[i], y = b.flat<float>()[i];
+      if (std::isnan(y)) {
+        EXPECT_TRUE(std::isnan(x)) << what << " [" << i << "]";
+        continue;
+      }
+      ASSERT_NEAR(x, y, tolerance * std::max(1.0f, std::fabs(y)))
+          << what << " output " << k << " [" << i << "]";
+    }
+  }
+}
+
+const std::vector<std::vector<int64_t>> kShapes = {{}, {0}, {7}, {3, 5}, {2, 3, 33}, {1, 1000}};
+
+TEST(GpuTest, UnaryOpsMatchTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(1);
+  for (const char* op : {"Neg", "Relu", "Square", "Exp", "Tanh", "Sigmoid"}) {
+    for (const auto& s : kShapes) Compare({op, {Random(s, rng)}, {{"T", Type(DT_FLOAT)}}});
+  }
+  for (const char* op : {"Sqrt", "Log"}) {
+    for (const auto& s : kShapes) Compare({op, {Random(s, rng, 0.1f, 5)}, {{"T", Type(DT_FLOAT)}}});
+  }
+}
+
+TEST(GpuTest, BinaryOpsBroadcastAsTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(2);
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> pairs = {
+      {{3, 5}, {3, 5}}, {{3, 5}, {5}}, {{3, 1}, {1, 5}},    {{}, {4}},
+      {{0, 5}, {5}},    {{7}, {}},     {{2, 1, 3}, {4, 1}}, {{2, 3, 1, 5}, {1, 3, 4, 1}}};
+  for (const char* op : {"Add", "AddV2", "Sub", "Mul", "Maximum", "Minimum", "SquaredDifference"}) {
+    for (const auto& [a, b] : pairs) {
+      Compare({op, {Random(a, rng), Random(b, rng)}, {{"T", Type(DT_FLOAT)}}});
+    }
+  }
+  for (const auto& [a, b] : pairs) {
+    Compare({"RealDiv", {Random(a, rng), Random(b, rng, 0.5f, 3)}, {{"T", Type(DT_FLOAT)}}});
+  }
+  for (const auto& s : kShapes) {
+    Compare({"ReluGrad", {Random(s, rng), Random(s, rng)}, {{"T", Type(DT_FLOAT)}}});
+  }
+}
+
+TEST(GpuTest, MatMulMatchesTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(3);
+  struct M {
+    std::vector<int64_t> a, b;
+    bool ta, tb;
+  };
+  for (const M& m : std::vector<M>{{{3, 5}, {5, 7}, false, false},
+                                   {{5, 3}, {5, 7}, true, false},
+                                   {{3, 5}, {7, 5}, false, true},
+                                   {{5, 3}, {7, 5}, true, true},
+                                   {{0, 5}, {5, 7}, false, false},
+                                   {{4, 0}, {0, 3}, false, false},
+                                   {{129, 257}, {257, 65}, false, false},
+                                   {{256, 784}, {784, 256}, false, false}}) {
+    Compare({"MatMul",
+             {Random(m.a, rng), Random(m.b, rng)},
+             {{"T", Type(DT_FLOAT)}, {"transpose_a", Bool(m.ta)}, {"transpose_b", Bool(m.tb)}}},
+            1e-4);
+  }
+}
+
+TEST(GpuTest, NnOpsMatchTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(4);
+  for (const auto& [x, b] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {{6, 7}, 7}, {{2, 3, 5}, 5}, {{0, 4}, 4}, {{1, 1000}, 1000}}) {
+    Compare({"BiasAdd", {Random(x, rng), Random({b}, rng)}, {{"T", Type(DT_FLOAT)}}});
+    Compare({"BiasAddGrad", {Random(x, rng)}, {{"T", Type(DT_FLOAT)}}}, 1e-4);
+  }
+  for (const auto& s : std::vector<std::vector<int64_t>>{{5, 10}, {1, 1000}, {0, 3}, {3, 1}}) {
+    Compare({"Softmax", {Random(s, rng)}, {{"T", Type(DT_FLOAT)}}});
+    Compare({"LogSoftmax", {Random(s, rng)}, {{"T", Type(DT_FLOAT)}}});
+  }
+  for (DataType lt : {DT_INT32, DT_INT64}) {
+    Tensor labels(lt, TensorShape({9}));
+    for (int i = 0; i < 9; ++i) {
+      if (lt == DT_INT32) labels.flat<int32_t>()[i] = i % 10;
+      if (lt == DT_INT64) labels.flat<int64_t>()[i] = (i * 7) % 10;
+    }
+    Compare({"SparseSoftmaxCrossEntropyWithLogits",
+             {Random({9, 10}, rng), labels},
+             {{"T", Type(DT_FLOAT)}, {"Tlabels", Type(lt)}},
+             2});
+  }
+}
+
+TEST(GpuTest, ReductionsMatchTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(5);
+  for (const char* op : {"Sum", "Mean", "Max"}) {
+    for (const std::vector<int32_t>& axes :
+         std::vector<std::vector<int32_t>>{{0}, {1}, {2}, {1, 2}, {0, 1}, {-1}, {}}) {
+      for (bool keep : {false, true}) {
+        Compare({op,
+                 {Random({4, 5, 6}, rng), Tensor::FromVector<int32_t>(axes)},
+                 {{"T", Type(DT_FLOAT)}, {"Tidx", Type(DT_INT32)}, {"keep_dims", Bool(keep)}}},
+                1e-4);
+      }
+    }
+  }
+  // Non-adjacent axes are not done on the GPU: an error naming the node.
+  Case c{"Sum",
+         {Random({4, 5, 6}, rng), Tensor::FromVector<int32_t>({0, 2})},
+         {{"T", Type(DT_FLOAT)}, {"Tidx", Type(DT_INT32)}, {"keep_dims", Bool(false)}}};
+  auto r = RunOn(c, "/device:GPU:0");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "node 'op' (op Sum)")) << r.status();
+}
+
+TEST(GpuTest, FillsAndViewsMatchTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(6);
+  Compare({"Fill",
+           {Tensor::FromVector<int32_t>({3, 0, 2}), Tensor::Scalar<float>(2.5f)},
+           {{"T", Type(DT_FLOAT)}, {"index_type", Type(DT_INT32)}}});
+  Compare({"Fill",
+           {Tensor::FromVector<int32_t>({17, 3}), Tensor::Scalar<float>(-1.f)},
+           {{"T", Type(DT_FLOAT)}, {"index_type", Type(DT_INT32)}}});
+  for (const char* op : {"ZerosLike", "OnesLike", "Identity"}) {
+    for (const auto& s : kShapes) Compare({op, {Random(s, rng)}, {{"T", Type(DT_FLOAT)}}});
+  }
+  Compare({"Reshape",
+           {Random({6, 4}, rng), Tensor::FromVector<int32_t>({3, -1})},
+           {{"T", Type(DT_FLOAT)}, {"Tshape", Type(DT_INT32)}}});
+  Compare(
+      {"Shape", {Random({6, 4, 0}, rng)}, {{"T", Type(DT_FLOAT)}, {"out_type", Type(DT_INT32)}}});
+}
+
+TEST(GpuTest, OutOfGpuMemoryNamesTheNodeAndDevice) {
+  REQUIRE_GPU();
+  std::mt19937 rng(7);
+  // 1e-6 of the GPU's memory (a few kB) cannot hold 4 MB.
+  Case c{"Relu", {Random({1000, 1000}, rng)}, {{"T", Type(DT_FLOAT)}}};
+  auto r = RunOn(c, "/device:GPU:0", nullptr, 1e-6);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(r.status().message(),
+                                "out of memory on "
+                                "/job:localhost/replica:0/task:0/device:GPU:0"))
+      << r.status();
+}
+
+// The MLP through the client API, on the CPU and with a GPU: the passes
+// run on the GPU, the variables stay on the CPU, the losses agree.
+std::vector<float> TrainMlp(bool gpu, std::map<std::string, int>* ops_on_gpu) {
+  using namespace client;         // NOLINT
+  using namespace client::train;  // NOLINT
+  Scope s = Scope::NewRootScope();
+  auto placeholder = [&](DataType dt, PartialShape shape) {
+    return client::train::internal::Op(s, "Placeholder")
+        .Attr("dtype", client::train::internal::AType(dt))
+        .Attr("shape", client::internal::AttrShape(shape))
+        .Out();
+  };
+  Output x = placeholder(DT_FLOAT, PartialShape({-1, 784}));
+  Output labels = placeholder(DT_INT32, PartialShape({-1}));
+  Layers layers(s, 3);
+  Model m = Mlp(layers, x, labels);
+  GradientDescentOptimizer sgd(0.1f);
+  auto train = TrainOp(s, layers, m.loss, sgd);
+  EXPECT_TRUE(train.ok()) << train.status();
+  SessionOptions so;
+  (*so.config.mutable_device_count())["GPU"] = gpu ? 1 : 0;
+  ClientSession session(s, so);
+  EXPECT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(s)}).ok());
+  std::mt19937 rng(11);
+  Tensor xs = Random({256, 784}, rng, 0, 1);
+  Tensor ys(DT_INT32, TensorShape({256}));
+  for (int i = 0; i < 256; ++i) ys.flat<int32_t>()[i] = i % 10;
+  std::vector<float> losses;
+  tensorflow::RunOptions ro;
+  ro.set_output_partition_graphs(true);
+  for (int i = 0; i < 20; ++i) {
+    tensorflow::RunMetadata md;
+    auto r = session.Run({{x, xs}, {labels, ys}}, {m.loss}, {*train}, ro, &md);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) break;
+    losses.push_back((*r)[0].scalar<float>());
+    if (i == 0 && ops_on_gpu != nullptr) {
+      for (const auto& p : md.partition_graphs()) {
+        for (const auto& n : p.node()) {
+          if (absl::StrContains(n.device(), "GPU")) (*ops_on_gpu)[n.op()]++;
+        }
+      }
+    }
+  }
+  return losses;
+}
+
+TEST(GpuTest, MlpTrainsOnTheGpuAsOnTheCpu) {
+  REQUIRE_GPU();
+  std::map<std::string, int> ops;
+  std::vector<float> g = TrainMlp(true, &ops);
+  std::vector<float> c = TrainMlp(false, nullptr);
+  ASSERT_EQ(g.size(), 20u);
+  ASSERT_EQ(c.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_NEAR(g[i], c[i], 1e-3 * std::max(1.0f, c[i])) << i;
+  EXPECT_LT(g.back(), g.front());
+  EXPECT_EQ(ops["MatMul"], 8);
+  EXPECT_EQ(ops["SparseSoftmaxCrossEntropyWithLogits"], 1);
+}
+
+}  // namespace
+}  // namespace graphrun
