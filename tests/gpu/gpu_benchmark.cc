@@ -7,7 +7,7 @@
 //     PyTorch's on the same GPU).
 // Medians of several repetitions.
 #include <cublas_v2.h>
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
@@ -111,7 +111,8 @@ double GraphSeconds() {
   (*out->mutable_attr())["T"].set_type(DT_FLOAT);
   (*out->mutable_attr())["Tidx"].set_type(DT_INT32);
   out->set_device("/device:GPU:0");
-  auto s = DirectSession::Create({});
+  SessionOptions so;
+  auto s = DirectSession::Create(so);
   if (!s.ok() || !(*s)->Create(g).ok()) return -1;
   // The step's Fills and the final Max are a small part: measured alone
   // below and subtracted.
