@@ -10,12 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/graphrun-gpu.tar.xz}
-ws=$(pwd | md5sum | cut -c1-8)
-ob="$HOME/.cache/graphrun-cuda-$ws"
 targets=(//tools:graphrun //tests/gpu:gpu_test //tests/gpu:gpu_benchmark)
-bazel --output_base="$ob" build --config=cuda -c opt --experimental_convenience_symlinks=ignore \
-  "${targets[@]}"
-bin=$(bazel --output_base="$ob" info --config=cuda -c opt bazel-bin 2>/dev/null)
+# --config=cuda builds into outputs of their own (bazel-out/*cuda).
+bazel build --config=cuda --experimental_convenience_symlinks=ignore "${targets[@]}"
+bin=$(bazel info --config=cuda bazel-bin 2>/dev/null)
 stage=$(mktemp -d)
 root="$stage/graphrun-gpu"
 mkdir -p "$root/bin" "$root/lib" "$root/scripts"

@@ -24,7 +24,9 @@ export LD_LIBRARY_PATH="$root/lib${nvlibs:+:$nvlibs}${LD_LIBRARY_PATH:+:$LD_LIBR
 echo "test_gpu: libraries from $LD_LIBRARY_PATH"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null |
   sed 's/^/test_gpu: GPU /'
-echo "test_gpu: $(nvidia-smi -L 2>/dev/null | wc -l) GPU(s)"
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+echo "test_gpu: $gpus GPU(s)$( ((gpus >= 2)) && echo ', NCCL bus bandwidth measurable' )"
+((gpus == 0)) && echo "test_gpu: no GPU on this machine: the tests below skip and the figures fail"
 rc=0
 "$root/bin/gpu_test" --gtest_brief=0 || rc=1
 "$root/bin/gpu_benchmark" || rc=1
