@@ -17,6 +17,14 @@ namespace graphrun {
 
 class FileAccessPolicy;
 
+// Whether tensors of `dtype` can live in an accelerator's memory: numbers
+// and bools; strings, resources and variants stay in host memory.
+inline bool FixedSizeDeviceType(DataType dtype) {
+  dtype = BaseType(dtype);
+  return dtype != DT_STRING && dtype != DT_RESOURCE && dtype != DT_VARIANT &&
+         DataTypeSize(dtype) > 0;
+}
+
 // What kernels may ask of an accelerator: a device with memory of its own
 // (graph/tensor.h DeviceMemorySpace) and streams that run its work in
 // order. The device's own kernels compute on its compute stream; _Send and

@@ -168,6 +168,16 @@ class OpKernelContext {
 
   explicit OpKernelContext(Params* params);
 
+  // This step's params for running `kernel` on other inputs inside this
+  // kernel (an adapter around another device's or type's kernel).
+  Params InnerParams(OpKernel* kernel, const TensorValue* inputs, int num_inputs) const {
+    Params p = *params_;
+    p.op_kernel = kernel;
+    p.inputs = inputs;
+    p.num_inputs = num_inputs;
+    return p;
+  }
+
   int num_inputs() const { return params_->num_inputs; }
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   // The input value; for a ref input, a snapshot of the variable (its

@@ -25,10 +25,22 @@ void ReadTransferAttrs(OpKernelConstruction* ctx, TransferAttrs* a) {
   GR_CTX_CHECK_OK(ctx, ctx->GetAttr("send_device_incarnation", &a->send_device_incarnation));
 }
 
-absl::StatusOr<Rendezvous::ParsedKey> KeyFor(const TransferAttrs& a, const OpKernelContext* ctx) {
+// This step's key for the transfer; an error naming `k` without a
+// rendezvous.
+absl::StatusOr<Rendezvous::ParsedKey> KeyFor(const OpKernel& k, const TransferAttrs& a,
+                                             const OpKernelContext* ctx) {
+  if (ctx->rendezvous() == nullptr) return k.Error("no rendezvous for this step");
   return Rendezvous::ParseKey(
       Rendezvous::CreateKey(a.send_device, static_cast<uint64_t>(a.send_device_incarnation),
                             a.recv_device, a.tensor_name, ctx->frame_iter()));
+}
+
+// The accelerator's transfer kernels run only on an accelerator.
+void RequireAccelerator(const OpKernel& k, OpKernelConstruction* ctx) {
+  if (ctx->device()->accelerator() == nullptr) {
+    ctx->SetStatus(k.Error(absl::StrCat("device ", ctx->device()->name(), " (",
+                                        ctx->device()->device_type(), ") is no accelerator")));
+  }
 }
 
 class SendOp : public OpKernel {
@@ -38,8 +50,7 @@ class SendOp : public OpKernel {
     set_expensive(false);
   }
   absl::Status Compute(OpKernelContext* ctx) override {
-    if (ctx->rendezvous() == nullptr) return Error("no rendezvous for this step");
-    GR_ASSIGN_OR_RETURN(Rendezvous::ParsedKey key, KeyFor(attrs_, ctx));
+    GR_ASSIGN_OR_RETURN(Rendezvous::ParsedKey key, KeyFor(*this, attrs_, ctx));
     Rendezvous::Args args;
     args.cancellation_manager = ctx->cancellation_manager();
     const bool dead = !ctx->has_input(0);
@@ -66,11 +77,7 @@ class RecvOp : public AsyncOpKernel {
     ReadTransferAttrs(ctx, &attrs_);
   }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    if (ctx->rendezvous() == nullptr) {
-      done(Error("no rendezvous for this step"));
-      return;
-    }
-    auto key = KeyFor(attrs_, ctx);
+    auto key = KeyFor(*this, attrs_, ctx);
     if (!key.ok()) {
       done(key.status());
       return;
@@ -99,17 +106,10 @@ class AcceleratorSendOp : public AsyncOpKernel {
  public:
   explicit AcceleratorSendOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
     ReadTransferAttrs(ctx, &attrs_);
-    if (ctx->device()->accelerator() == nullptr) {
-      ctx->SetStatus(Error(absl::StrCat("device ", ctx->device()->name(), " (",
-                                        ctx->device()->device_type(), ") is no accelerator")));
-    }
+    RequireAccelerator(*this, ctx);
   }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    if (ctx->rendezvous() == nullptr) {
-      done(Error("no rendezvous for this step"));
-      return;
-    }
-    auto key = KeyFor(attrs_, ctx);
+    auto key = KeyFor(*this, attrs_, ctx);
     if (!key.ok()) {
       done(key.status());
       return;
@@ -156,17 +156,10 @@ class AcceleratorRecvOp : public AsyncOpKernel {
     if (ctx->HasAttr("_host_memory")) {
       GR_CTX_CHECK_OK(ctx, ctx->GetAttr("_host_memory", &host_));
     }
-    if (ctx->device()->accelerator() == nullptr) {
-      ctx->SetStatus(Error(absl::StrCat("device ", ctx->device()->name(), " (",
-                                        ctx->device()->device_type(), ") is no accelerator")));
-    }
+    RequireAccelerator(*this, ctx);
   }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    if (ctx->rendezvous() == nullptr) {
-      done(Error("no rendezvous for this step"));
-      return;
-    }
-    auto key = KeyFor(attrs_, ctx);
+    auto key = KeyFor(*this, attrs_, ctx);
     if (!key.ok()) {
       done(key.status());
       return;

@@ -64,11 +64,6 @@ const std::vector<AccelOpDef>& AccelOpDefs() {
   return *defs;
 }
 
-bool HoldableType(DataType t) {
-  t = BaseType(t);
-  return t != DT_STRING && t != DT_RESOURCE && t != DT_VARIANT && DataTypeSize(t) > 0;
-}
-
 // Runs the op's CPU kernel on the device's compute stream: decodes the
 // inputs that lie in this device's memory, computes, and encodes every
 // output that is not HostMemory.
@@ -127,19 +122,8 @@ class TestAccelOp : public AsyncOpKernel {
                                                 t.memory_space()->device_name()));
       }
     }
-    OpKernelContext::Params p;
-    p.step_id = ctx->step_id();
-    p.device = ctx->device();
-    p.op_kernel = inner_.get();
-    p.inputs = inputs.data();
-    p.num_inputs = static_cast<int>(inputs.size());
-    p.rendezvous = ctx->rendezvous();
-    p.cancellation_manager = ctx->cancellation_manager();
-    p.call_frame = ctx->call_frame();
-    p.frame_iter = ctx->frame_iter();
-    p.is_input_dead = ctx->is_input_dead();
-    p.runner = ctx->runner();
-    p.collective_executor = ctx->collective_executor();
+    OpKernelContext::Params p =
+        ctx->InnerParams(inner_.get(), inputs.data(), static_cast<int>(inputs.size()));
     OpKernelContext inner_ctx(&p);
     GR_RETURN_IF_ERROR(inner_->Compute(&inner_ctx));
     std::vector<TensorValue>& outputs = *inner_ctx.mutable_outputs();
@@ -182,7 +166,7 @@ void RegisterTestAccelKernels(KernelRegistry& r) {
     // What the CPU kernel serves, for types the device can hold.
     def.Predicate([registry](const tensorflow::NodeDef& n) {
       for (const auto& [name, v] : n.attr()) {
-        if (v.value_case() == tensorflow::AttrValue::kType && !HoldableType(v.type())) {
+        if (v.value_case() == tensorflow::AttrValue::kType && !FixedSizeDeviceType(v.type())) {
           return false;
         }
       }

@@ -86,19 +86,8 @@ class ViaFloatOp : public OpKernel {
         inputs[i] = ctx->input_value(i);
       }
     }
-    OpKernelContext::Params p;
-    p.step_id = ctx->step_id();
-    p.device = ctx->device();
-    p.op_kernel = inner_.get();
-    p.inputs = inputs.data();
-    p.num_inputs = static_cast<int>(inputs.size());
-    p.rendezvous = ctx->rendezvous();
-    p.cancellation_manager = ctx->cancellation_manager();
-    p.call_frame = ctx->call_frame();
-    p.frame_iter = ctx->frame_iter();
-    p.is_input_dead = ctx->is_input_dead();
-    p.runner = ctx->runner();
-    p.collective_executor = ctx->collective_executor();
+    OpKernelContext::Params p =
+        ctx->InnerParams(inner_.get(), inputs.data(), static_cast<int>(inputs.size()));
     OpKernelContext inner_ctx(&p);
     GR_RETURN_IF_ERROR(inner_->Compute(&inner_ctx));
     std::vector<TensorValue>& outputs = *inner_ctx.mutable_outputs();

@@ -192,11 +192,7 @@ class GpuDevice : public Device, public GpuAccelerator {
   cublasHandle_t cublas() override { return cublas_; }
   std::mutex& cublas_mu() override { return cublas_mu_; }
 
-  bool CanHold(DataType dtype) const override {
-    dtype = BaseType(dtype);
-    return dtype != DT_STRING && dtype != DT_RESOURCE && dtype != DT_VARIANT &&
-           DataTypeSize(dtype) > 0;
-  }
+  bool CanHold(DataType dtype) const override { return FixedSizeDeviceType(dtype); }
 
   absl::StatusOr<Tensor> AllocateDevice(DataType dtype, const TensorShape& shape,
                                         absl::string_view context) override {

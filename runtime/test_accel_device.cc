@@ -72,11 +72,7 @@ class TestAccelDevice : public Device, public Accelerator {
 
   const DeviceMemorySpace* memory_space() const override { return memory_.get(); }
 
-  bool CanHold(DataType dtype) const override {
-    dtype = BaseType(dtype);
-    return dtype != DT_STRING && dtype != DT_RESOURCE && dtype != DT_VARIANT &&
-           DataTypeSize(dtype) > 0;
-  }
+  bool CanHold(DataType dtype) const override { return FixedSizeDeviceType(dtype); }
 
   absl::StatusOr<Tensor> AllocateDevice(DataType dtype, const TensorShape& shape,
                                         absl::string_view context) override {

@@ -126,16 +126,24 @@ __device__ float BlockReduce(float v, bool max, float* shared) {
   return r;
 }
 
+// The row's maximum and sum of exp(x - maximum), in every thread.
+__device__ void RowMaxAndSum(const float* row, int64_t cols, float* shared, float* max,
+                             float* sum) {
+  float m = -FLT_MAX;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
+  m = BlockReduce(m, true, shared);
+  float s = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += expf(row[c] - m);
+  *max = m;
+  *sum = BlockReduce(s, false, shared);
+}
+
 __global__ void SoftmaxKernel(const float* x, float* y, int64_t cols, bool log) {
   __shared__ float shared[kThreads];
   const float* row = x + blockIdx.x * cols;
   float* out = y + blockIdx.x * cols;
-  float m = -FLT_MAX;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
-  m = BlockReduce(m, true, shared);
-  float sum = 0.f;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(row[c] - m);
-  sum = BlockReduce(sum, false, shared);
+  float m, sum;
+  RowMaxAndSum(row, cols, shared, &m, &sum);
   const float log_sum = logf(sum);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     out[c] = log ? row[c] - m - log_sum : expf(row[c] - m) / sum;
@@ -151,12 +159,8 @@ __global__ void SparseXentKernel(const float* logits, const void* labels, bool l
   const int64_t label = labels64 ? static_cast<const int64_t*>(labels)[r]
                                  : static_cast<const int32_t*>(labels)[r];
   const bool valid = label >= 0 && label < cols;
-  float m = -FLT_MAX;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
-  m = BlockReduce(m, true, shared);
-  float sum = 0.f;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(row[c] - m);
-  sum = BlockReduce(sum, false, shared);
+  float m, sum;
+  RowMaxAndSum(row, cols, shared, &m, &sum);
   const float log_sum = logf(sum);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     grad[c] = valid ? expf(row[c] - m) / sum - (c == label ? 1.f : 0.f) : NAN;
