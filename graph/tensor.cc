@@ -227,6 +227,16 @@ absl::StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
   return Tensor(dtype_, shape, buffer_, data_);
 }
 
+bool Tensor::RefCountIsOne() const {
+  if (buffer_ == nullptr || buffer_.use_count() != 1) return false;
+  // use_count() is a relaxed load: seeing 1 does not order the caller after
+  // the last other owner's reads (a RecvTensor still sending the buffer,
+  // say). Taking and dropping a reference are acq_rel operations on the
+  // same count, which synchronize with that owner's release of it.
+  std::shared_ptr<TensorBuffer> sync = buffer_;
+  return true;
+}
+
 Tensor Tensor::DeepCopy() const {
   if (!IsInitialized()) return Tensor();
   Tensor t(dtype_, shape_);

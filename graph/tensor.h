@@ -158,8 +158,10 @@ class Tensor {
   const DeviceMemorySpace* memory_space() const {
     return buffer_ ? buffer_->memory_space() : nullptr;
   }
-  // True if no other Tensor shares this buffer (safe to update in place).
-  bool RefCountIsOne() const { return buffer_ && buffer_.use_count() == 1; }
+  // True if no other Tensor shares this buffer (safe to update in place):
+  // every access through the other owners that let go of it happens before
+  // the caller's writes.
+  bool RefCountIsOne() const;
 
   // Rows [start, limit) of dimension 0, sharing the buffer.
   // REQUIRES: dims() >= 1, 0 <= start <= limit <= dim_size(0).

@@ -27,10 +27,12 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::Schedule(std::function<void()> fn) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    queue_.push_back(std::move(fn));
-  }
+  // Notified under the lock: a thread outside the pool (an accelerator's
+  // stream finishing a kernel) may schedule the step's last work, and the
+  // step's owner may destroy the pool as soon as that work ran. Once the
+  // destructor holds mu_, no Schedule call is still touching cv_.
+  std::lock_guard<std::mutex> l(mu_);
+  queue_.push_back(std::move(fn));
   cv_.notify_one();
 }
 

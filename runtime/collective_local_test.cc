@@ -5,12 +5,12 @@
 #include <random>
 #include <thread>
 
-#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "graph/testlib.h"
 #include "gtest/gtest.h"
 #include "kernels/thread_pool.h"
 #include "runtime/session.h"
+#include "util/notification.h"
 
 namespace graphrun {
 namespace {
@@ -21,7 +21,7 @@ std::string Cpu(int i) { return "/job:localhost/replica:0/task:0/device:CPU:" + 
 
 // One member's outcome.
 struct Result {
-  absl::Notification done;
+  Notification done;
   absl::StatusOr<Tensor> value = absl::UnknownError("not run");
 };
 

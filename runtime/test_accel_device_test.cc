@@ -12,7 +12,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "graph/ops/all_ops.h"
@@ -22,6 +21,7 @@
 #include "kernels/test_accel_kernels.h"
 #include "runtime/device_factory.h"
 #include "runtime/direct_session.h"
+#include "util/notification.h"
 
 namespace graphrun {
 namespace {
@@ -88,7 +88,7 @@ TEST(TestAccelDeviceTest, CopiesEncodeAndDecodeOnTheirStreams) {
   auto d = acc->AllocateDevice(DT_FLOAT, host.shape(), "");
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->memory_space(), acc->memory_space());
-  absl::Notification copied;
+  Notification copied;
   absl::Status status;
   acc->CopyHostToDevice(host, *d, [&](const absl::Status& s) {
     status = s;
@@ -99,7 +99,7 @@ TEST(TestAccelDeviceTest, CopiesEncodeAndDecodeOnTheirStreams) {
   // The device's bytes are not the host's.
   EXPECT_NE(std::memcmp(host.raw_data(), d->raw_data(), 12), 0);
   Tensor back(DT_FLOAT, host.shape());
-  absl::Notification returned;
+  Notification returned;
   acc->CopyDeviceToHost(*d, back, [&](const absl::Status& s) {
     status = s;
     returned.Notify();

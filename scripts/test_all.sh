@@ -6,7 +6,13 @@
 #      long MLP/CNN training tests, which take minutes even unsanitized),
 #      in a separate Bazel output base so the normal build stays cached
 #      (SANITIZERS=0 skips);
-#   3. a bounded libFuzzer run of every target in scripts/fuzz.sh (GraphDef
+#   3. the runtime and distributed tests under ThreadSanitizer, in an output
+#      base of their own (TSAN=0 skips). Debian's gRPC, protobuf, Abseil
+#      and OpenSSL are not instrumented: TSan ignores what their code does
+#      (ignore_noninstrumented_modules) and build_defs/tsan.supp holds the
+#      suppressions for their inline header code, each with its reason.
+#      Tests tagged no_tsan say in their BUILD file why they are left out;
+#   4. a bounded libFuzzer run of every target in scripts/fuzz.sh (GraphDef
 #      loading and placement, TensorProto, IDX, checkpoints, worker and
 #      master RPC handlers, data channel frames; FUZZ_SECONDS, default 60
 #      in all, at least 10 s each; 0 skips).
@@ -30,5 +36,14 @@ if [[ "${SANITIZERS:-1}" != 0 ]]; then
       --test_output=errors //graph/... //kernels/... //placement/... //runtime/... \
       //client/... //distributed/... //tools/... //util/... //tests:all //tests/distributed/... \
       //tests/train:embedding_train_test //tests/train:partitioned_lookup_traffic_test
+fi
+if [[ "${TSAN:-1}" != 0 ]]; then
+  ws=$(pwd | md5sum | cut -c1-8)
+  bazel --output_base="$HOME/.cache/graphrun-tsan-$ws" test --config=tsan \
+      --experimental_convenience_symlinks=ignore --test_output=errors \
+      --test_tag_filters=-no_tsan,-gpu \
+      --test_env=TSAN_OPTIONS="ignore_noninstrumented_modules=1 suppressions=$(pwd)/build_defs/tsan.supp" \
+      //runtime/... //distributed/... //tests/distributed/...
+  echo "tsan: skipped (tag no_tsan): $(bazel query 'attr(tags, no_tsan, tests(//runtime/... + //distributed/... + //tests/distributed/...))' 2>/dev/null | tr '\n' ' ')"
 fi
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -6,7 +6,9 @@
 
 namespace graphrun {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// --config=tsan undefines __SANITIZE_THREAD__ (see .bazelrc) and defines
+// GRAPHRUN_TSAN instead.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(GRAPHRUN_TSAN)
 inline constexpr bool kSanitized = true;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)

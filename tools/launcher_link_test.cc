@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "distributed/rpc/grpc_worker_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "util/notification.h"
 
 namespace graphrun {
 namespace tools {
@@ -55,7 +55,7 @@ absl::Status GetStatus(const distributed::ClusterSpec& cluster, const std::strin
   if (!worker.ok()) return worker.status();
   distributed::GetStatusRequest req;
   distributed::GetStatusResponse resp;
-  absl::Notification done;
+  Notification done;
   absl::Status status;
   (*worker)->GetStatusAsync(req, &resp, [&](const absl::Status& s) {
     status = s;

@@ -28,11 +28,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/launcher_link.h"
 #include "distributed/process_util.h"
 #include "distributed/rpc/grpc_server.h"
+#include "util/notification.h"
 
 namespace graphrun {
 namespace {
@@ -110,7 +110,7 @@ int RunTask(const Flags& f, int launcher_fd) {
   std::vector<double> times;
   const int warmup = 3;
   for (int it = 0; it < warmup + f.iters; ++it) {
-    absl::Notification done;
+    Notification done;
     absl::Status status;
     const auto t0 = Clock::now();
     server->collectives()->Run(a, input, nullptr, [&](absl::StatusOr<Tensor> r) {

@@ -9,7 +9,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "distributed/local_cluster.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc/grpc_session.h"
@@ -21,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
+#include "util/notification.h"
 
 namespace graphrun {
 namespace distributed {
@@ -350,7 +350,7 @@ node { name: "m" op: "Mul" input: "c" input: "c" device: "/job:worker/task:0"
   auto worker = cache.GetWorker("/job:ps/replica:0/task:0");
   ASSERT_TRUE(worker.ok());
   absl::Status got = absl::UnknownError("no answer");
-  absl::Notification done;
+  Notification done;
   GetStatusRequest req;
   GetStatusResponse resp;
   (*worker)->GetStatusAsync(req, &resp, [&](const absl::Status& s) {

@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "distributed/worker.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -21,6 +20,7 @@
 #include "graph/memory_budget.h"
 #include "graph/ops/all_ops.h"
 #include "kernels/all_kernels.h"
+#include "util/notification.h"
 
 namespace graphrun {
 namespace distributed {
@@ -101,7 +101,7 @@ void ForEachRecord(const uint8_t* data, size_t size, Fn fn) {
 template <typename Start>
 absl::Status Call(CallOptions* opts, Start start) {
   struct Done {
-    absl::Notification n;
+    Notification n;
     absl::Status status;
   };
   auto done = std::make_shared<Done>();
