@@ -1,7 +1,8 @@
 // GPU kernels (float32): MatMul through cuBLAS; element-wise ops with
 // broadcasting, BiasAdd and its gradient, reductions over contiguous axes,
 // Softmax, LogSoftmax and the sparse cross-entropy through gpu_kernels.cu;
-// Fill and friends; and the ops that only move or describe tensors
+// Cast between float, double, int8, uint8, int32, int64 and bool; Fill
+// and friends; and the ops that only move or describe tensors
 // (Identity, Reshape, Shape, ...). Variables, data input and the ops left
 // out stay on the CPU (the placer's type priority sends each node to the
 // GPU only where a kernel exists).
@@ -349,6 +350,51 @@ class ConstOp : public GpuOpKernel {
   Tensor value_;
 };
 
+// Cast between the types of gpu::CastType, with the CPU kernel's rules.
+// Truncate only matters for bfloat16, which the GPU does not cast.
+constexpr std::pair<DataType, gpu::CastType> kCastTypes[] = {
+    {DT_FLOAT, gpu::CastType::kFloat}, {DT_DOUBLE, gpu::CastType::kDouble},
+    {DT_INT8, gpu::CastType::kInt8},   {DT_UINT8, gpu::CastType::kUint8},
+    {DT_INT32, gpu::CastType::kInt32}, {DT_INT64, gpu::CastType::kInt64},
+    {DT_BOOL, gpu::CastType::kBool},
+};
+
+std::vector<DataType> GpuCastTypes() {
+  std::vector<DataType> v;
+  for (const auto& [dt, code] : kCastTypes) v.push_back(dt);
+  return v;
+}
+
+gpu::CastType CastCode(DataType dt) {
+  for (const auto& [t, code] : kCastTypes) {
+    if (t == dt) return code;
+  }
+  return gpu::CastType::kFloat;  // unreachable: the registration allows no other
+}
+
+class CastOp : public GpuOpKernel {
+ public:
+  explicit CastOp(OpKernelConstruction* ctx) : GpuOpKernel(ctx) {
+    DataType src, dst;
+    GR_CTX_CHECK_OK(ctx, ctx->GetAttr("SrcT", &src));
+    GR_CTX_CHECK_OK(ctx, ctx->GetAttr("DstT", &dst));
+    src_ = CastCode(src);
+    dst_ = CastCode(dst);
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    if (x.NumElements() > 0 && x.memory_space() != gpu_->memory_space()) {
+      return absl::InternalError(absl::StrCat(context_, "input 0 is not in this GPU's memory"));
+    }
+    GR_ASSIGN_OR_RETURN(Tensor y, Output(ctx, 0, x.shape()));
+    return Launched(
+        gpu::LaunchCast(src_, x.raw_data(), dst_, y.raw_data(), y.NumElements(), stream()));
+  }
+
+ private:
+  gpu::CastType src_ = gpu::CastType::kFloat, dst_ = gpu::CastType::kFloat;
+};
+
 // Ops that pass their input's buffer through (a view of the same device
 // memory) or only read its shape.
 class ForwardOp : public OpKernel {
@@ -416,6 +462,11 @@ void RegisterGpuKernels(KernelRegistry& r) {
   r.Add(f("LogSoftmax"),
         Factory([](OpKernelConstruction* c) { return std::make_unique<SoftmaxOp>(c, true); }));
   r.Add(f("SparseSoftmaxCrossEntropyWithLogits"), MakeKernel<SparseXentOp>());
+  r.Add(KernelDef("Cast")
+            .Device(kDeviceGpu)
+            .TypeConstraint("SrcT", GpuCastTypes())
+            .TypeConstraint("DstT", GpuCastTypes()),
+        MakeKernel<CastOp>());
   r.Add(f("Fill").HostMemory("dims").HostMemory("value"), MakeKernel<FillOp>());
   r.Add(f("ZerosLike"),
         Factory([](OpKernelConstruction* c) { return std::make_unique<FillLikeOp>(c, 0.f); }));

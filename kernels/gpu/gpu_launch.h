@@ -58,6 +58,14 @@ cudaError_t LaunchFill(float* y, float value, int64_t n, cudaStream_t stream);
 cudaError_t LaunchApplyGradientDescent(float* var, const float* alpha, const float* delta,
                                        int64_t n, cudaStream_t stream);
 
+// The element types Cast converts between on the GPU.
+enum class CastType { kFloat, kDouble, kInt8, kUint8, kInt32, kInt64, kBool };
+
+// y[i] = x[i] as the CPU's Cast converts it: float to integer saturates
+// (NaN gives 0), anything to bool is x != 0, bool is 0 or 1.
+cudaError_t LaunchCast(CastType from, const void* x, CastType to, void* y, int64_t n,
+                       cudaStream_t stream);
+
 }  // namespace gpu
 }  // namespace graphrun
 

@@ -162,6 +162,69 @@ TEST(GpuTest, BinaryOpsBroadcastAsTheCpu) {
   }
 }
 
+// `values` as a tensor of `dt` (C++ conversions; the float values below
+// are in range for the integer types they are stored in).
+Tensor Values(DataType dt, const std::vector<double>& values) {
+  Tensor t(dt, TensorShape({static_cast<int64_t>(values.size())}));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    switch (dt) {
+      case DT_FLOAT:
+        t.flat<float>()[i] = static_cast<float>(v);
+        break;
+      case DT_DOUBLE:
+        t.flat<double>()[i] = v;
+        break;
+      case DT_INT8:
+        t.flat<int8_t>()[i] = static_cast<int8_t>(v);
+        break;
+      case DT_UINT8:
+        t.flat<uint8_t>()[i] = static_cast<uint8_t>(v);
+        break;
+      case DT_INT32:
+        t.flat<int32_t>()[i] = static_cast<int32_t>(v);
+        break;
+      case DT_INT64:
+        t.flat<int64_t>()[i] = static_cast<int64_t>(v);
+        break;
+      case DT_BOOL:
+        t.flat<bool>()[i] = v != 0;
+        break;
+      default:
+        break;
+    }
+  }
+  return t;
+}
+
+TEST(GpuTest, CastMatchesTheCpu) {
+  REQUIRE_GPU();
+  const std::vector<DataType> types = {DT_FLOAT, DT_DOUBLE, DT_INT8, DT_UINT8,
+                                       DT_INT32, DT_INT64,  DT_BOOL};
+  for (DataType src : types) {
+    std::vector<double> v;
+    if (src == DT_FLOAT || src == DT_DOUBLE) {
+      // Fractions round toward zero; out-of-range values and NaN saturate
+      // and give 0 on both devices.
+      v = {-3.7, -0.5, 0, 0.5, 2.9, 127.9, 300, -200, 3e9, -3e9, 1e19, -1e19, std::nan("")};
+    } else if (src == DT_UINT8) {
+      v = {0, 1, 127, 128, 255};
+    } else if (src == DT_INT8) {
+      v = {-128, -1, 0, 1, 127};
+    } else if (src == DT_BOOL) {
+      v = {0, 1, 1, 0};
+    } else {
+      v = {-70000, -129, -1, 0, 1, 200, 256, 70000};
+    }
+    for (DataType dst : types) {
+      for (const Tensor& x : {Values(src, v), Values(src, {}), Values(src, {1})}) {
+        Compare(
+            {"Cast", {x}, {{"SrcT", Type(src)}, {"DstT", Type(dst)}, {"Truncate", Bool(false)}}});
+      }
+    }
+  }
+}
+
 TEST(GpuTest, MatMulMatchesTheCpu) {
   REQUIRE_GPU();
   std::mt19937 rng(3);
