@@ -44,6 +44,18 @@ if [[ "${TSAN:-1}" != 0 ]]; then
       --test_tag_filters=-no_tsan,-gpu \
       --test_env=TSAN_OPTIONS="ignore_noninstrumented_modules=1 suppressions=$(pwd)/build_defs/tsan.supp" \
       //runtime/... //distributed/... //tests/distributed/...
+  # The canary's race must be reported under the same flags and options.
+  canary=$(bazel --output_base="$HOME/.cache/graphrun-tsan-$ws" info --config=tsan bazel-bin 2>/dev/null)/tests/tsan_canary
+  bazel --output_base="$HOME/.cache/graphrun-tsan-$ws" build --config=tsan \
+      --experimental_convenience_symlinks=ignore //tests:tsan_canary
+  report=$(TSAN_OPTIONS="ignore_noninstrumented_modules=1 suppressions=$(pwd)/build_defs/tsan.supp" \
+      "$canary" 2>&1 || true)
+  if [[ "$report" == *"WARNING: ThreadSanitizer: data race"* ]]; then
+    echo "tsan: the canary's race was reported"
+  else
+    echo "tsan: the canary's deliberate race was NOT reported: TSan is not seeing graphrun's code" >&2
+    exit 1
+  fi
   echo "tsan: skipped (tag no_tsan): $(bazel query 'attr(tags, no_tsan, tests(//runtime/... + //distributed/... + //tests/distributed/...))' 2>/dev/null | tr '\n' ' ')"
 fi
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
