@@ -28,8 +28,8 @@ log=$(mktemp)
 bazel test //... --test_tag_filters=-gpu --test_output=errors --nocache_test_results 2>&1 | tee "$log"
 total=$(grep -oE "Executed [0-9]+ out of [0-9]+ tests" "$log" | tail -1 | awk '{print $5}')
 echo "bazel: ${total:-0} passed, 0 failed"
+ws=$(pwd | md5sum | cut -c1-8)  # one output base per checkout and sanitizer
 if [[ "${SANITIZERS:-1}" != 0 ]]; then
-  ws=$(pwd | md5sum | cut -c1-8)  # one output base per checkout
   bazel --output_base="$HOME/.cache/graphrun-sanitizers-$ws" test --config=asan \
       --experimental_convenience_symlinks=ignore \
       --copt=-fsanitize=undefined --linkopt=-fsanitize=undefined \
@@ -38,18 +38,16 @@ if [[ "${SANITIZERS:-1}" != 0 ]]; then
       //tests/train:embedding_train_test //tests/train:partitioned_lookup_traffic_test
 fi
 if [[ "${TSAN:-1}" != 0 ]]; then
-  ws=$(pwd | md5sum | cut -c1-8)
+  tsan_options="ignore_noninstrumented_modules=1 suppressions=$(pwd)/build_defs/tsan.supp"
   bazel --output_base="$HOME/.cache/graphrun-tsan-$ws" test --config=tsan \
       --experimental_convenience_symlinks=ignore --test_output=errors \
-      --test_tag_filters=-no_tsan,-gpu \
-      --test_env=TSAN_OPTIONS="ignore_noninstrumented_modules=1 suppressions=$(pwd)/build_defs/tsan.supp" \
+      --test_tag_filters=-no_tsan,-gpu --test_env=TSAN_OPTIONS="$tsan_options" \
       //runtime/... //distributed/... //tests/distributed/...
   # The canary's race must be reported under the same flags and options.
   canary=$(bazel --output_base="$HOME/.cache/graphrun-tsan-$ws" info --config=tsan bazel-bin 2>/dev/null)/tests/tsan_canary
   bazel --output_base="$HOME/.cache/graphrun-tsan-$ws" build --config=tsan \
       --experimental_convenience_symlinks=ignore //tests:tsan_canary
-  report=$(TSAN_OPTIONS="ignore_noninstrumented_modules=1 suppressions=$(pwd)/build_defs/tsan.supp" \
-      "$canary" 2>&1 || true)
+  report=$(TSAN_OPTIONS="$tsan_options" "$canary" 2>&1 || true)
   if [[ "$report" == *"WARNING: ThreadSanitizer: data race"* ]]; then
     echo "tsan: the canary's race was reported"
   else

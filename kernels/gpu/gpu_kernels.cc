@@ -43,14 +43,18 @@ class GpuOpKernel : public OpKernel {
     return absl::InternalError(
         absl::StrCat(context_, "CUDA launch failed: ", cudaGetErrorString(e)));
   }
-  // An input that must be in this GPU's memory.
-  absl::StatusOr<const float*> In(OpKernelContext* ctx, int i) const {
+  // Input i, which must be in this GPU's memory.
+  absl::StatusOr<const Tensor*> OnGpu(OpKernelContext* ctx, int i) const {
     const Tensor& t = ctx->input(i);
     if (t.NumElements() > 0 && t.memory_space() != gpu_->memory_space()) {
       return absl::InternalError(
           absl::StrCat(context_, "input ", i, " is not in this GPU's memory"));
     }
-    return t.base<float>();
+    return &t;
+  }
+  absl::StatusOr<const float*> In(OpKernelContext* ctx, int i) const {
+    GR_ASSIGN_OR_RETURN(const Tensor* t, OnGpu(ctx, i));
+    return t->base<float>();
   }
   cudaStream_t stream() const { return gpu_->compute_stream(); }
 
@@ -382,13 +386,10 @@ class CastOp : public GpuOpKernel {
     dst_ = CastCode(dst);
   }
   absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    if (x.NumElements() > 0 && x.memory_space() != gpu_->memory_space()) {
-      return absl::InternalError(absl::StrCat(context_, "input 0 is not in this GPU's memory"));
-    }
-    GR_ASSIGN_OR_RETURN(Tensor y, Output(ctx, 0, x.shape()));
+    GR_ASSIGN_OR_RETURN(const Tensor* x, OnGpu(ctx, 0));
+    GR_ASSIGN_OR_RETURN(Tensor y, Output(ctx, 0, x->shape()));
     return Launched(
-        gpu::LaunchCast(src_, x.raw_data(), dst_, y.raw_data(), y.NumElements(), stream()));
+        gpu::LaunchCast(src_, x->raw_data(), dst_, y.raw_data(), y.NumElements(), stream()));
   }
 
  private:

@@ -4,6 +4,7 @@
 // tree reduction would serve long reductions better).
 #include <cfloat>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/gpu/gpu_launch.h"
@@ -246,33 +247,15 @@ cudaError_t LaunchApplyGradientDescent(float* var, const float* alpha, const flo
 
 namespace {
 
-template <typename T>
-struct Limits;
-template <>
-struct Limits<int8_t> {
-  static constexpr int8_t kMin = -128, kMax = 127;
-};
-template <>
-struct Limits<uint8_t> {
-  static constexpr uint8_t kMin = 0, kMax = 255;
-};
-template <>
-struct Limits<int32_t> {
-  static constexpr int32_t kMin = INT32_MIN, kMax = INT32_MAX;
-};
-template <>
-struct Limits<int64_t> {
-  static constexpr int64_t kMin = INT64_MIN, kMax = INT64_MAX;
-};
-
 template <typename D, typename S>
 __device__ D CastValue(S v) {
   if constexpr (std::is_same<D, bool>::value) {
     return v != S(0);
   } else if constexpr (std::is_floating_point<S>::value && std::is_integral<D>::value) {
+    using L = std::numeric_limits<D>;
     if (!(v == v)) return D(0);
-    if (v <= static_cast<S>(Limits<D>::kMin)) return Limits<D>::kMin;
-    if (v >= static_cast<S>(Limits<D>::kMax)) return Limits<D>::kMax;
+    if (v <= static_cast<S>(L::min())) return L::min();
+    if (v >= static_cast<S>(L::max())) return L::max();
     return static_cast<D>(v);
   } else {
     return static_cast<D>(v);
@@ -287,30 +270,24 @@ __global__ void CastKernel(const S* x, D* y, int64_t n) {
   }
 }
 
-template <typename S, typename D>
-cudaError_t CastTo(const S* x, void* y, int64_t n, cudaStream_t stream) {
-  CastKernel<S, D><<<Blocks(n), kThreads, 0, stream>>>(x, static_cast<D*>(y), n);
-  return cudaGetLastError();
-}
-
-template <typename S>
-cudaError_t CastFrom(const void* xv, CastType to, void* y, int64_t n, cudaStream_t stream) {
-  const S* x = static_cast<const S*>(xv);
-  switch (to) {
+// f(T{}) for the C++ type of `t`.
+template <typename F>
+cudaError_t WithCastType(CastType t, F f) {
+  switch (t) {
     case CastType::kFloat:
-      return CastTo<S, float>(x, y, n, stream);
+      return f(float{});
     case CastType::kDouble:
-      return CastTo<S, double>(x, y, n, stream);
+      return f(double{});
     case CastType::kInt8:
-      return CastTo<S, int8_t>(x, y, n, stream);
+      return f(int8_t{});
     case CastType::kUint8:
-      return CastTo<S, uint8_t>(x, y, n, stream);
+      return f(uint8_t{});
     case CastType::kInt32:
-      return CastTo<S, int32_t>(x, y, n, stream);
+      return f(int32_t{});
     case CastType::kInt64:
-      return CastTo<S, int64_t>(x, y, n, stream);
+      return f(int64_t{});
     case CastType::kBool:
-      return CastTo<S, bool>(x, y, n, stream);
+      return f(bool{});
   }
   return cudaErrorInvalidValue;
 }
@@ -320,23 +297,15 @@ cudaError_t CastFrom(const void* xv, CastType to, void* y, int64_t n, cudaStream
 cudaError_t LaunchCast(CastType from, const void* x, CastType to, void* y, int64_t n,
                        cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (from) {
-    case CastType::kFloat:
-      return CastFrom<float>(x, to, y, n, stream);
-    case CastType::kDouble:
-      return CastFrom<double>(x, to, y, n, stream);
-    case CastType::kInt8:
-      return CastFrom<int8_t>(x, to, y, n, stream);
-    case CastType::kUint8:
-      return CastFrom<uint8_t>(x, to, y, n, stream);
-    case CastType::kInt32:
-      return CastFrom<int32_t>(x, to, y, n, stream);
-    case CastType::kInt64:
-      return CastFrom<int64_t>(x, to, y, n, stream);
-    case CastType::kBool:
-      return CastFrom<bool>(x, to, y, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return WithCastType(from, [&](auto s) {
+    return WithCastType(to, [&](auto d) {
+      using S = decltype(s);
+      using D = decltype(d);
+      CastKernel<S, D><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(x),
+                                                          static_cast<D*>(y), n);
+      return cudaGetLastError();
+    });
+  });
 }
 
 }  // namespace gpu

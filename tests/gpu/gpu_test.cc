@@ -162,46 +162,22 @@ TEST(GpuTest, BinaryOpsBroadcastAsTheCpu) {
   }
 }
 
-// `values` as a tensor of `dt` (C++ conversions; the float values below
-// are in range for the integer types they are stored in).
-Tensor Values(DataType dt, const std::vector<double>& values) {
-  Tensor t(dt, TensorShape({static_cast<int64_t>(values.size())}));
-  for (size_t i = 0; i < values.size(); ++i) {
-    const double v = values[i];
-    switch (dt) {
-      case DT_FLOAT:
-        t.flat<float>()[i] = static_cast<float>(v);
-        break;
-      case DT_DOUBLE:
-        t.flat<double>()[i] = v;
-        break;
-      case DT_INT8:
-        t.flat<int8_t>()[i] = static_cast<int8_t>(v);
-        break;
-      case DT_UINT8:
-        t.flat<uint8_t>()[i] = static_cast<uint8_t>(v);
-        break;
-      case DT_INT32:
-        t.flat<int32_t>()[i] = static_cast<int32_t>(v);
-        break;
-      case DT_INT64:
-        t.flat<int64_t>()[i] = static_cast<int64_t>(v);
-        break;
-      case DT_BOOL:
-        t.flat<bool>()[i] = v != 0;
-        break;
-      default:
-        break;
-    }
-  }
-  return t;
+// `values` converted to T (static_cast: to bool, v != 0).
+template <typename T>
+Tensor As(const std::vector<double>& values) {
+  std::vector<T> v;
+  for (double x : values) v.push_back(static_cast<T>(x));
+  return Tensor::FromVector<T>(v);
 }
 
 TEST(GpuTest, CastMatchesTheCpu) {
   REQUIRE_GPU();
-  const std::vector<DataType> types = {DT_FLOAT, DT_DOUBLE, DT_INT8, DT_UINT8,
-                                       DT_INT32, DT_INT64,  DT_BOOL};
-  for (DataType src : types) {
+  using Make = Tensor (*)(const std::vector<double>&);
+  const std::vector<std::pair<DataType, Make>> types = {
+      {DT_FLOAT, &As<float>},   {DT_DOUBLE, &As<double>}, {DT_INT8, &As<int8_t>},
+      {DT_UINT8, &As<uint8_t>}, {DT_INT32, &As<int32_t>}, {DT_INT64, &As<int64_t>},
+      {DT_BOOL, &As<bool>}};
+  for (const auto& [src, make] : types) {
     std::vector<double> v;
     if (src == DT_FLOAT || src == DT_DOUBLE) {
       // Fractions round toward zero; out-of-range values and NaN saturate
@@ -216,8 +192,8 @@ TEST(GpuTest, CastMatchesTheCpu) {
     } else {
       v = {-70000, -129, -1, 0, 1, 200, 256, 70000};
     }
-    for (DataType dst : types) {
-      for (const Tensor& x : {Values(src, v), Values(src, {}), Values(src, {1})}) {
+    for (const auto& [dst, unused] : types) {
+      for (const Tensor& x : {make(v), make({}), make({1})}) {
         Compare(
             {"Cast", {x}, {{"SrcT", Type(src)}, {"DstT", Type(dst)}, {"Truncate", Bool(false)}}});
       }
