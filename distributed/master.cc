@@ -1,6 +1,8 @@
 #include "distributed/master.h"
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -173,6 +175,37 @@ void Master::ListDevicesAsync(const ListDevicesRequest& request, ListDevicesResp
   done(absl::OkStatus());
 }
 
+namespace {
+
+// Calls `call`(worker, done) on every task of `tasks` at once and waits up
+// to `timeout_ms`: the first failure, annotated with its task (Unavailable
+// for a task that did not answer in time).
+absl::Status CallEveryTask(WorkerCacheInterface* cache, const std::vector<std::string>& tasks,
+                           int64_t timeout_ms, const char* what,
+                           const std::function<void(WorkerInterface*, StatusCallback)>& call) {
+  const int n = static_cast<int>(tasks.size());
+  auto group = std::make_shared<internal::CallGroup>(n);
+  for (int i = 0; i < n; ++i) {
+    auto w = cache->GetWorker(tasks[i]);
+    if (!w.ok()) {
+      group->Callback(i)(w.status());
+      continue;
+    }
+    call(w->get(), group->Callback(i));
+  }
+  if (!group->WaitFor(timeout_ms)) {
+    return absl::UnavailableError(absl::StrCat("Reset: a task did not answer ", what));
+  }
+  const std::vector<absl::Status> statuses = group->statuses();
+  for (int i = 0; i < n; ++i) {
+    if (!statuses[i].ok())
+      return AnnotateStatus(statuses[i], absl::StrCat("task ", tasks[i], ": "));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 void Master::ResetAsync(const ResetRequest& request, ResetResponse*, StatusCallback done) {
   absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
   {
@@ -180,36 +213,41 @@ void Master::ResetAsync(const ResetRequest& request, ResetResponse*, StatusCallb
     sessions.swap(sessions_);
   }
   for (auto& [h, s] : sessions) s->Close().IgnoreError();
-  tensorflow::ConfigProto config;
-  for (const auto& f : request.device_filters()) config.add_device_filters(f);
+  // Only the tasks the filters name (all without filters), as TensorFlow's
+  // ResetRequest.device_filters.
   std::vector<std::string> tasks;
-  for (const auto& t : env_->worker_cache->ListTasks()) tasks.push_back(t);
-  const int n = static_cast<int>(tasks.size());
-  auto group = std::make_shared<internal::CallGroup>(n);
-  auto req = std::make_shared<CleanupAllRequest>();
-  for (const auto& c : request.container()) req->add_container(c);
-  auto resps = std::make_shared<std::vector<CleanupAllResponse>>(n);
-  for (int i = 0; i < n; ++i) {
-    auto w = env_->worker_cache->GetWorker(tasks[i]);
-    if (!w.ok()) {
-      group->Callback(i)(w.status());
-      continue;
-    }
-    (*w)->CleanupAllAsync(*req, &(*resps)[i],
-                          [req, resps, cb = group->Callback(i)](const absl::Status& s) { cb(s); });
-  }
-  if (!group->WaitFor(env_->control_timeout_ms)) {
-    done(absl::UnavailableError("Reset: a task did not answer CleanupAll"));
-    return;
-  }
-  for (int i = 0; i < n; ++i) {
-    absl::Status s = group->statuses()[i];
-    if (!s.ok()) {
-      done(AnnotateStatus(s, absl::StrCat("task ", tasks[i], ": ")));
+  for (const auto& t : env_->worker_cache->ListTasks()) {
+    absl::StatusOr<bool> pass = TaskPassesFilters(t, request.device_filters());
+    if (!pass.ok()) {
+      done(pass.status());
       return;
     }
+    if (*pass) tasks.push_back(t);
   }
-  done(absl::OkStatus());
+  // Every task must answer before any drops anything: a reset that reached
+  // some tasks only would leave the others' resources behind (a caller
+  // retrying while a task restarts resets them all at once).
+  absl::Status s = CallEveryTask(
+      env_->worker_cache, tasks, env_->control_timeout_ms, "GetStatus",
+      [](WorkerInterface* w, StatusCallback cb) {
+        auto req = std::make_shared<GetStatusRequest>();
+        auto resp = std::make_shared<GetStatusResponse>();
+        w->GetStatusAsync(*req, resp.get(),
+                          [req, resp, cb = std::move(cb)](const absl::Status& s) { cb(s); });
+      });
+  if (!s.ok()) {
+    done(absl::Status(s.code(), absl::StrCat(s.message(), " (nothing was reset)")));
+    return;
+  }
+  auto req = std::make_shared<CleanupAllRequest>();
+  for (const auto& c : request.container()) req->add_container(c);
+  done(CallEveryTask(env_->worker_cache, tasks, env_->control_timeout_ms, "CleanupAll",
+                     [req](WorkerInterface* w, StatusCallback cb) {
+                       auto resp = std::make_shared<CleanupAllResponse>();
+                       w->CleanupAllAsync(
+                           *req, resp.get(),
+                           [req, resp, cb = std::move(cb)](const absl::Status& s) { cb(s); });
+                     }));
 }
 
 }  // namespace distributed

@@ -45,25 +45,6 @@ int64_t NewStepId() {
   return static_cast<int64_t>(rng() >> 1) | 1;
 }
 
-// Whether `task` may hold devices matching one of `filters` (all when none).
-absl::StatusOr<bool> TaskPassesFilters(
-    const std::string& task, const google::protobuf::RepeatedPtrField<std::string>& filters) {
-  if (filters.empty()) return true;
-  GR_ASSIGN_OR_RETURN(TaskId id, ParseTaskName(task));
-  for (const std::string& f : filters) {
-    auto spec = placement::DeviceSpec::Parse(f);
-    if (!spec.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device_filters: '", f, "': ", spec.status().message()));
-    }
-    if ((!spec->job || *spec->job == id.job) && (!spec->replica || *spec->replica == id.replica) &&
-        (!spec->task || *spec->task == id.task)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 bool DevicePassesFilters(const std::string& device,
                          const google::protobuf::RepeatedPtrField<std::string>& filters) {
   if (filters.empty()) return true;
@@ -102,6 +83,24 @@ absl::Status PickError(const std::vector<absl::Status>& statuses,
 }
 
 }  // namespace
+
+absl::StatusOr<bool> TaskPassesFilters(
+    const std::string& task, const google::protobuf::RepeatedPtrField<std::string>& filters) {
+  if (filters.empty()) return true;
+  GR_ASSIGN_OR_RETURN(TaskId id, ParseTaskName(task));
+  for (const std::string& f : filters) {
+    auto spec = placement::DeviceSpec::Parse(f);
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_filters: '", f, "': ", spec.status().message()));
+    }
+    if ((!spec->job || *spec->job == id.job) && (!spec->replica || *spec->replica == id.replica) &&
+        (!spec->task || *spec->task == id.task)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 absl::StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(
     const MasterEnv* env, std::string handle, const tensorflow::GraphDef& graph,

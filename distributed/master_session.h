@@ -31,6 +31,12 @@
 namespace graphrun {
 namespace distributed {
 
+// Whether `task` (a "/job:J/replica:R/task:T" name) may hold devices
+// matching one of `filters` (all when none); InvalidArgument naming a
+// filter that does not parse.
+absl::StatusOr<bool> TaskPassesFilters(
+    const std::string& task, const google::protobuf::RepeatedPtrField<std::string>& filters);
+
 class HealthMonitor;
 
 struct MasterEnv {

@@ -10,9 +10,11 @@
 // outside the lock) by whichever thread made it possible. A waiter ends
 // early when the step is cancelled (its CancellationManager: an error
 // elsewhere in the step, a step deadline, CleanupGraph) with Cancelled, or
-// after the op's own timeout_ms (> 0) with DeadlineExceeded. Waiters of one
-// kind are served in arrival order (a DequeueMany(5) is not overtaken by a
-// later Dequeue).
+// after the op's own timeout_ms (> 0) with DeadlineExceeded, or when the
+// resource is dropped from its manager (a session Reset of its container)
+// with Aborted: nothing could change it any more. Waiters of one kind are
+// served in arrival order (a DequeueMany(5) is not overtaken by a later
+// Dequeue).
 #ifndef GRAPHRUN_KERNELS_BLOCKING_RESOURCE_INTERNAL_H_
 #define GRAPHRUN_KERNELS_BLOCKING_RESOURCE_INTERNAL_H_
 
@@ -114,6 +116,22 @@ class BlockingResource : public ResourceBase,
       // The attempt may have changed the state (an enqueue, a partial
       // EnqueueMany): others may proceed now.
       RetryWaitersLocked(&completions);
+    }
+    RunCompletions(std::move(completions));
+  }
+
+  // Fails every waiter with Aborted naming the resource.
+  void Dropped() override {
+    std::vector<Completion> completions;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (Waiter& w : waiters_) {
+        completions.push_back(Finish(
+            w, absl::AbortedError(absl::StrCat(DebugString(),
+                                               " was reset (its container dropped) while an op "
+                                               "waited on it"))));
+      }
+      waiters_.clear();
     }
     RunCompletions(std::move(completions));
   }

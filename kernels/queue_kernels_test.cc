@@ -247,6 +247,34 @@ TEST_F(QueueTest, CancellingABlockedDequeueEndsItAndLeavesTheQueueUsable) {
   EXPECT_EQ(late.status().code(), absl::StatusCode::kCancelled);
 }
 
+// A session Reset drops the queue's container: a dequeue blocked on it
+// could never be served, so it ends with Aborted naming the queue, and the
+// queue op makes a new, empty queue under the same name.
+TEST_F(QueueTest, DroppingTheContainerAbortsABlockedDequeue) {
+  Tensor h = MakeQueue();
+  ASSERT_TRUE(Enqueue(h, F({1}), 1).ok());
+  ASSERT_TRUE(Dequeue(h).ok());
+  AsyncRun dq(device_, DequeueDef(), {h});
+  ASSERT_TRUE(dq.Start().ok());
+  EXPECT_FALSE(dq.Finished());
+  ASSERT_TRUE(Enqueue(h, F({2}), 2).ok());  // served: the queue is empty again
+  ASSERT_TRUE(dq.Wait());
+  ASSERT_TRUE(dq.status().ok()) << dq.status();
+  AsyncRun blocked(device_, DequeueDef(), {h});
+  ASSERT_TRUE(blocked.Start().ok());
+  ASSERT_TRUE(Enqueue(MakeQueue(-1, "other"), F({3}), 3).ok());
+  device_->resource_manager()->Cleanup("sync_replicas");  // another container
+  EXPECT_FALSE(blocked.Finished());
+  device_->resource_manager()->Cleanup("");  // the default one, the queues'
+  ASSERT_TRUE(blocked.Wait());
+  EXPECT_EQ(blocked.status().code(), absl::StatusCode::kAborted) << blocked.status();
+  EXPECT_THAT(std::string(blocked.status().message()), HasSubstr("FIFOQueue q was reset"));
+  EXPECT_THAT(std::string(blocked.status().message()), HasSubstr("node 'dequeue'"));
+  // Gone with its container: the op makes a new, empty one.
+  EXPECT_EQ(Size(MakeQueue()), 0);
+  EXPECT_EQ(Size(MakeQueue(-1, "other")), 0);
+}
+
 TEST_F(QueueTest, DequeueTimeoutMs) {
   Tensor h = MakeQueue();
   auto start = std::chrono::steady_clock::now();

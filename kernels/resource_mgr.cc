@@ -5,20 +5,30 @@
 namespace graphrun {
 
 void ResourceMgr::Cleanup(const std::string& container) {
-  std::lock_guard<std::mutex> l(mu_);
-  const std::string& c = C(container);
-  for (auto it = resources_.begin(); it != resources_.end();) {
-    if (std::get<0>(it->first) == c) {
-      it = resources_.erase(it);
-    } else {
-      ++it;
+  std::vector<std::shared_ptr<ResourceBase>> dropped;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const std::string& c = C(container);
+    for (auto it = resources_.begin(); it != resources_.end();) {
+      if (std::get<0>(it->first) == c) {
+        dropped.push_back(std::move(it->second));
+        it = resources_.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
+  for (const auto& r : dropped) r->Dropped();
 }
 
 void ResourceMgr::Clear() {
-  std::lock_guard<std::mutex> l(mu_);
-  resources_.clear();
+  std::vector<std::shared_ptr<ResourceBase>> dropped;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [k, r] : resources_) dropped.push_back(std::move(r));
+    resources_.clear();
+  }
+  for (const auto& r : dropped) r->Dropped();
 }
 
 std::vector<std::string> ResourceMgr::List() const {

@@ -24,6 +24,11 @@ class ResourceBase {
  public:
   virtual ~ResourceBase() = default;
   virtual std::string DebugString() const = 0;
+  // Called once the resource has left its manager through Cleanup or Clear
+  // (a session Reset), outside the manager's lock. An op waiting on it
+  // (a dequeue, a take) would otherwise wait for a change that can no
+  // longer come: resources with waiters fail them here.
+  virtual void Dropped() {}
 };
 
 class ResourceMgr {
@@ -49,7 +54,8 @@ class ResourceMgr {
   // NotFound if absent.
   template <typename T>
   absl::Status Delete(const std::string& container, const std::string& name);
-  // Drops every resource in `container`.
+  // Drops every resource in `container` (Clear: in every container), then
+  // calls Dropped() on each.
   void Cleanup(const std::string& container);
   void Clear();
   // "container/name" of every resource, sorted.

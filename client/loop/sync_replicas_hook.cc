@@ -1,5 +1,6 @@
 #include "client/loop/sync_replicas_hook.h"
 
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,13 @@ absl::Status SyncReplicasHook::AfterInit(const ClientSession& session, bool is_c
           "chief queue runner's second session must share the PS state");
     }
     GR_RETURN_IF_ERROR(session.Run({}, {}, {optimizer_->chief_init_op()}).status());
+    if (last_generation_ != nullptr) {
+      GR_ASSIGN_OR_RETURN(std::vector<Tensor> g, session.Run({optimizer_->generation()}));
+      last_generation_->store(g[0].scalar<int64_t>());
+    }
+  } else {
+    GR_ASSIGN_OR_RETURN(int64_t generation, WaitForGeneration(session));
+    if (last_generation_ != nullptr) last_generation_->store(generation);
   }
   GR_RETURN_IF_ERROR(session.Run({}, {}, {optimizer_->local_step_init_op()}).status());
   if (is_chief) {
@@ -35,6 +43,37 @@ absl::Status SyncReplicasHook::AfterInit(const ClientSession& session, bool is_c
     qr_thread_ = std::thread([this] { QueueRunner(); });
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> SyncReplicasHook::WaitForGeneration(const ClientSession& session) const {
+  const int64_t last = last_generation_ != nullptr ? last_generation_->load() : 0;
+  const auto deadline =
+      std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(wait_timeout_);
+  absl::Status seen = absl::OkStatus();
+  while (true) {
+    if (stop_ != nullptr && stop_->load()) {
+      return absl::CancelledError("SyncReplicasHook: stopped while waiting for the chief");
+    }
+    absl::StatusOr<std::vector<Tensor>> ready = session.Run({optimizer_->generation_ready()});
+    if (ready.ok() && (*ready)[0].scalar<bool>()) {
+      absl::StatusOr<std::vector<Tensor>> g = session.Run({optimizer_->generation()});
+      if (g.ok() && (*g)[0].scalar<int64_t>() != last) return (*g)[0].scalar<int64_t>();
+      if (!g.ok()) seen = g.status();
+    } else if (!ready.ok()) {
+      seen = ready.status();
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "SyncReplicasHook: the chief did not make the synchronization state",
+          last != 0 ? " again" : "", " within ", absl::FormatDuration(wait_timeout_),
+          seen.ok() ? std::string() : absl::StrCat(" (last check: ", seen.message(), ")")));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+bool SyncReplicasHook::ClosesOn(const absl::Status& s) const {
+  return last_generation_ == nullptr || !(absl::IsUnavailable(s) || absl::IsAborted(s));
 }
 
 void SyncReplicasHook::QueueRunner() {
@@ -55,7 +94,9 @@ void SyncReplicasHook::QueueRunner() {
           absl::Status(s.code(), absl::StrCat("sync replicas queue runner: ", s.message()));
     }
     // Release the workers waiting for a token.
-    qr_session_->Run({}, {}, {optimizer_->close_token_queue()}).status().IgnoreError();
+    if (ClosesOn(s)) {
+      qr_session_->Run({}, {}, {optimizer_->close_token_queue()}).status().IgnoreError();
+    }
     return;
   }
 }
@@ -78,8 +119,10 @@ absl::Status SyncReplicasHook::AfterLoop(const ClientSession&) {
   return status();
 }
 
-void SyncReplicasHook::OnError(const ClientSession& session, const absl::Status&) {
-  session.Run({}, {}, {optimizer_->close_token_queue()}).status().IgnoreError();
+void SyncReplicasHook::OnError(const ClientSession& session, const absl::Status& status) {
+  if (ClosesOn(status)) {
+    session.Run({}, {}, {optimizer_->close_token_queue()}).status().IgnoreError();
+  }
   StopQueueRunner();
 }
 

@@ -1,6 +1,7 @@
 #include "client/train/sync_replicas_optimizer.h"
 
 #include <algorithm>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -59,9 +60,21 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   Operation anchor = ops::NoOp(root.WithOpName("sync_rep_local_anchor")).operation;
   local_step_ = std::make_unique<Variable>(
       root.ColocateWith(anchor).WithOpName("sync_rep_local_step"), PartialShape({}), DT_INT64);
-  auto queue =
-      ops::FIFOQueueV2(sg.WithOpName("sync_token_q"), {DT_INT64},
-                       ops::FIFOQueueV2::Shapes({PartialShape({})}).SharedName("sync_token_q"));
+  auto queue = ops::FIFOQueueV2(sg.WithOpName("sync_token_q"), {DT_INT64},
+                                ops::FIFOQueueV2::Shapes({PartialShape({})})
+                                    .SharedName("sync_token_q")
+                                    .Container(kSyncReplicasContainer));
+  // Which chief_init_op made the synchronization state: a random number
+  // per build of the graph (a chief rebuilds it after a loss).
+  auto generation = ops::VarHandleOp(
+      sg.WithOpName("sync_rep_generation"), DT_INT64, PartialShape({}),
+      ops::VarHandleOp::SharedName("sync_rep_generation").Container(kSyncReplicasContainer));
+  generation_ =
+      ops::ReadVariableOp(sg.WithOpName("sync_rep_generation/read"), generation.resource, DT_INT64)
+          .value;
+  generation_ready_ =
+      ops::VarIsInitializedOp(sg.WithOpName("sync_rep_generation/ready"), generation.resource)
+          .is_initialized;
 
   Scope s = scope.NewSubScope("sync_replicas");
   Output local_step = local_step_->Read(s);
@@ -79,7 +92,9 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
       // Only the gradient's rows travel: indices, values and dense shape.
       const IndexedSlices& g = *gv.grad.sparse;
       auto accum = ops::SparseConditionalAccumulator(
-          sv, var.dtype(), var.shape(), ops::SparseConditionalAccumulator::SharedName(accum_name));
+          sv, var.dtype(), var.shape(),
+          ops::SparseConditionalAccumulator::SharedName(accum_name)
+              .Container(kSyncReplicasContainer));
       applies.push_back(ops::SparseAccumulatorApplyGradient(sa, accum.handle, local_step,
                                                             ToInt64(sa, g.indices), g.values,
                                                             ToInt64(sa, g.dense_shape),
@@ -95,7 +110,8 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
     } else {
       auto accum = ops::ResourceConditionalAccumulator(
           sv, var.dtype(), var.shape(),
-          ops::ResourceConditionalAccumulator::SharedName(accum_name));
+          ops::ResourceConditionalAccumulator::SharedName(accum_name)
+              .Container(kSyncReplicasContainer));
       applies.push_back(
           ops::ResourceAccumulatorApplyGradient(sa, accum, local_step, gv.grad.dense).operation);
       auto take = ops::ResourceAccumulatorTakeGradient(sa.WithOpName("take"), accum,
@@ -145,8 +161,14 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
         ops::QueueEnqueueManyV2(init.ColocateWith(global_step->op()), queue, {Output(init_tokens)})
             .operation);
   }
-  chief_init_ =
-      ops::NoOp(s.WithOpName("chief_init_op").WithControlDependencies(set_steps)).operation;
+  // The generation last: a worker that sees it finds the rest ready.
+  int64_t stamp = 0;
+  std::random_device rd;
+  while (stamp == 0) stamp = static_cast<int64_t>((uint64_t{rd()} << 32) | rd());
+  chief_init_ = ops::AssignVariableOp(
+                    sg.WithOpName("sync_replicas/chief_init_op").WithControlDependencies(set_steps),
+                    generation.resource, ops::Const(sg, stamp))
+                    .operation;
   local_step_init_ = local_step_->Assign(s.WithOpName("local_step_init_op"),
                                          global_step->Read(s.ColocateWith(global_step->op())));
   close_queue_ = ops::QueueCloseV2(sg.WithOpName("sync_replicas/close_token_queue"), queue,

@@ -36,6 +36,14 @@
 // and is not a global variable: it is neither initialized by the chief nor
 // saved.
 //
+// The token queue, the accumulators and a generation variable (which
+// chief_init_op sets to a number of its own, so that workers can tell the
+// chief made the state anew) live in the resource container
+// kSyncReplicasContainer of their tasks: a chief that recovers from a lost
+// parameter server drops that container (Reset), so its next
+// chief_init_op starts from an empty queue and empty accumulators whatever
+// survived the loss (tokens, partial sums, a closed queue).
+//
 // Running it (client/loop/sync_replicas_hook.h does this for a
 // TrainingLoop): after the variables are initialized or restored the chief
 // runs chief_init_op() (accumulators take the current global step; initial
@@ -62,6 +70,9 @@
 namespace graphrun {
 namespace client {
 namespace train {
+
+// The resource container of the synchronization state.
+inline constexpr char kSyncReplicasContainer[] = "sync_replicas";
 
 struct SyncReplicasOptions {
   // Gradients averaged into one update.
@@ -96,6 +107,10 @@ class SyncReplicasOptimizer {
   Operation local_step_init_op() const { return local_step_init_; }
   Operation chief_sync_op() const { return chief_sync_; }
   Operation close_token_queue() const { return close_queue_; }
+  // The generation of the synchronization state (int64; reading it fails
+  // until chief_init_op ran), and whether chief_init_op ran (bool).
+  Output generation() const { return generation_; }
+  Output generation_ready() const { return generation_ready_; }
   // The wrapped optimizer's variables (slots, beta powers): what a Saver
   // must save besides the model's.
   std::vector<Variable> variables() const { return optimizer_->variables(); }
@@ -106,6 +121,7 @@ class SyncReplicasOptimizer {
   SyncReplicasOptions options_;
   std::unique_ptr<Variable> local_step_;
   Operation chief_init_, local_step_init_, chief_sync_, close_queue_;
+  Output generation_, generation_ready_;
   bool applied_ = false;
 };
 

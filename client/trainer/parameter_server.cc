@@ -34,6 +34,7 @@
 #include "client/trainer/trainer_internal.h"
 #include "distributed/launcher_link.h"
 #include "distributed/local_cluster.h"
+#include "distributed/rpc/grpc_session.h"
 #include "graph/status.h"
 #include "kernels/dataset_util.h"
 #include "placement/balanced_strategy.h"
@@ -351,26 +352,66 @@ absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::C
 
 namespace {
 
-// Asynchronous parameter-server training of one task of an orchestrated
-// cluster, which outlives the loss of a task: a step that fails because a
-// task died or restarted (Unavailable, Aborted) is reported on stderr at
-// once, and the replica is built again with new sessions. Its chief then
-// restores only the variables that were lost (the restarted PS's, from
-// the latest checkpoint; TrainingLoop keeps the values the others hold)
-// and its workers wait until they are, so the run goes on up to its step
-// count. At most max_restarts recoveries in a row (without a training step
-// between them).
+// A synchronous chief's first act after a loss: drops the synchronization
+// state (token queue, accumulators, generation) on every PS task, retrying
+// while one does not answer yet (a restarted PS coming up) for up to
+// `timeout`. Its chief_init_op then makes that state anew, whatever the
+// loss left behind (a closed queue, tokens no update released, partial
+// sums of a step that never completed).
+absl::Status ResetSyncState(const TrainConfig& c, const distributed::TfConfig& cfg,
+                            const std::string& target, absl::Duration timeout) {
+  GR_ASSIGN_OR_RETURN(
+      train::ParameterServerStrategy strategy,
+      train::ParameterServerStrategy::Create(cfg.cluster, cfg.task_type, cfg.task_index));
+  SessionOptions so = strategy.session_options(target);
+  so.config.clear_device_filters();
+  so.config.add_device_filters("/job:ps");
+  GR_ASSIGN_OR_RETURN(std::unique_ptr<distributed::GrpcSession> session,
+                      distributed::GrpcSession::Create(so));
+  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(timeout);
+  while (true) {
+    absl::Status s = session->Reset({train::kSyncReplicasContainer});
+    if (s.ok() || !absl::IsUnavailable(s)) return s;
+    if ((c.stop != nullptr && c.stop->load()) || std::chrono::steady_clock::now() > deadline) {
+      return absl::Status(s.code(),
+                          absl::StrCat("resetting the synchronous replicas' state: ", s.message()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// Parameter-server training of one task of an orchestrated cluster, which
+// outlives the loss of a task: a step that fails because a task died or
+// restarted (Unavailable, Aborted) is reported on stderr at once, and the
+// replica is built again with new sessions. Its chief then restores only
+// the variables that were lost (the restarted PS's, from the latest
+// checkpoint; TrainingLoop keeps the values the others hold) and its
+// workers wait until they are, so the run goes on up to its step count.
+// In synchronous training (--sync) the chief first drops the token queue
+// and accumulators (ResetSyncState) and makes them anew, and its workers
+// wait for that new generation before they step. At most max_restarts
+// recoveries in a row (without a training step between them).
 absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distributed::TfConfig& cfg,
                                             distributed::GrpcServer* server, std::ostream* log) {
   const std::string task = absl::StrCat("/job:", cfg.task_type, "/task:", cfg.task_index);
   std::atomic<int64_t> steps{0};
+  std::atomic<int64_t> generation{0};
   TrainConfig first = c, again = c;
   first.steps_done = again.steps_done = &steps;
+  if (c.sync) first.sync_generation = again.sync_generation = &generation;
   again.keep_initialized_variables = true;
+  GR_ASSIGN_OR_RETURN(
+      train::ParameterServerStrategy strategy,
+      train::ParameterServerStrategy::Create(cfg.cluster, cfg.task_type, cfg.task_index));
   int recoveries = 0, in_a_row = 0;
   int64_t steps_at_loss = 0;
   std::set<std::string> restored;
   while (true) {
+    if (recoveries > 0 && c.sync && strategy.is_chief()) {
+      absl::Status reset =
+          ResetSyncState(c, cfg, server->target(), client::TrainingLoopOptions().init_timeout);
+      if (!reset.ok()) return reset;
+    }
     absl::StatusOr<TrainResult> r =
         TrainReplicated(recoveries == 0 ? first : again, cfg.cluster,
                         {{cfg.task_type, cfg.task_index}}, {server->target()}, log, nullptr);
@@ -421,11 +462,9 @@ absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::s
                                launcher, kLauncherWaitMs, &cfg.cluster));
   }
   absl::StatusOr<TrainResult> r;
-  if (c.distribution == "parameter_server" && !c.sync && c.max_restarts > 0) {
+  if (c.distribution == "parameter_server" && c.max_restarts > 0) {
     // The task recovers in place (the embedded cluster's launcher, which
-    // restarts its whole cluster instead, stops it first; synchronous
-    // training's token queues do not survive a PS restart, so it ends as
-    // before).
+    // restarts its whole cluster instead, stops it first).
     GR_RETURN_IF_ERROR(
         train::ParameterServerStrategy::Create(cfg.cluster, cfg.task_type, cfg.task_index)
             .status());

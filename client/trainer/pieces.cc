@@ -231,6 +231,9 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildStrategyReplica(
   if (g->step.sync != nullptr) {
     g->sync_hook = std::make_shared<client::SyncReplicasHook>(g->step.sync.get(), g->root,
                                                               strategy.session_options(b.target));
+    g->sync_hook->set_wait_timeout(lo.init_timeout);
+    g->sync_hook->set_stop(lo.stop);
+    if (c.sync_generation != nullptr) g->sync_hook->set_recovery(c.sync_generation);
     lo.hooks.push_back(g->sync_hook);
     // A synchronous step waits for every replica: bound it, so a dead
     // peer fails the run instead of hanging it.

@@ -129,6 +129,10 @@ struct TrainConfig {
   // Counts the steps of this process's replicas when set (the in-place
   // recovery tells a loss after progress from one in a row).
   std::atomic<int64_t>* steps_done = nullptr;
+  // Set by the in-place recovery of a synchronous (--sync) TF_CONFIG task:
+  // the generation of the synchronization state it last ran with
+  // (SyncReplicasHook::set_recovery).
+  std::atomic<int64_t>* sync_generation = nullptr;
   int trace_steps = 3;
   int64_t trace_warmup_steps = 20;
 };

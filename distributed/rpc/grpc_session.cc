@@ -219,6 +219,7 @@ absl::Status GrpcSession::Close() {
 absl::Status GrpcSession::Reset(const std::vector<std::string>& containers) {
   ResetRequest req;
   for (const auto& c : containers) req.add_container(c);
+  for (const auto& f : options_.config.device_filters()) req.add_device_filters(f);
   ResetResponse resp;
   std::optional<absl::Status> local =
       CallLocal([&](MasterInterface* m, CallOptions*, StatusCallback done) {

@@ -39,7 +39,9 @@ class GrpcSession : public Session {
                                           tensorflow::RunMetadata* metadata) override;
   absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() override;
   absl::Status Close() override;
-  // Drops the named resource containers (all when empty) on every task.
+  // Drops the named resource containers (all when empty) on every task the
+  // session's device_filters name (every task without filters), and closes
+  // every session of the master, as TensorFlow's Reset.
   absl::Status Reset(const std::vector<std::string>& containers);
 
   // Deadline of the calls other than Run (default 30 s).

@@ -590,9 +590,9 @@ std::optional<std::chrono::steady_clock::time_point> WaitForText(
 // Either way the chief and the worker report the loss at once as
 // `Unavailable: ...` naming the task, build new sessions, and the run ends
 // at the step count asked for with a trained model.
-// 2 ps + chief + worker (TfConfig2Ps), asynchronous, 3000 steps with a
-// checkpoint every 100, started by the test as their launcher; `ports` of
-// ps0, ps1, chief, worker once started.
+// 2 ps + chief + worker (TfConfig2Ps), asynchronous with 3000 steps (or
+// synchronous with 1500), a checkpoint every 100, started by the test as
+// their launcher; `ports` of ps0, ps1, chief, worker once started.
 struct ChaosCluster {
   std::string ckpt = TempDir("chaos_ckpt");
   std::string logs = TempDir("chaos_logs");
@@ -600,11 +600,21 @@ struct ChaosCluster {
   size_t ps0 = 0, ps1 = 0, chief = 0, worker = 0;
   std::vector<int> ports;
   std::vector<std::string> ps_args = {"train", "--checkpoint_dir=" + ckpt};
-  std::vector<std::string> args = {"train", "--data=" + std::string(kData), "--steps=3000",
-                                   "--save_checkpoint_steps=100", "--strategy=round_robin",
-                                   // One recovery in a row: the PS-kill run loses PS 1
-                                   // twice, with training between, and survives both.
-                                   "--max_restarts=1", "--checkpoint_dir=" + ckpt, "--format=json"};
+  // Synchronous training: 1500 updates of both replicas' gradients.
+  const bool sync;
+  const int64_t steps;
+  std::vector<std::string> args;
+
+  explicit ChaosCluster(bool sync_replicas = false)
+      : sync(sync_replicas),
+        steps(sync_replicas ? 1500 : 3000),
+        args({"train", "--data=" + std::string(kData), absl::StrCat("--steps=", steps),
+              "--save_checkpoint_steps=100", "--strategy=round_robin",
+              // One recovery in a row: the PS-kill run loses PS 1 twice,
+              // with training between, and survives both.
+              "--max_restarts=1", "--checkpoint_dir=" + ckpt, "--format=json"}) {
+    if (sync) args.push_back("--sync");
+  }
 
   void Start() {
     const std::vector<int> zeros = {0, 0, 0, 0};
@@ -650,8 +660,8 @@ struct ChaosCluster {
   }
 };
 
-void RunPsChaos(bool kill_it) {
-  ChaosCluster cluster;
+void RunPsChaos(bool kill_it, bool sync = false) {
+  ChaosCluster cluster(sync);
   cluster.Start();
   if (testing::Test::HasFatalFailure()) return;
   Children& children = cluster.children;
@@ -745,8 +755,8 @@ void RunPsChaos(bool kill_it) {
   auto result = ResultJson(chief_log);
   ASSERT_TRUE(result.ok()) << chief_log;
   const double step = Num(*result, "global_step");
-  EXPECT_GE(step, 3000) << result->Serialize();
-  EXPECT_LE(step, 3001);
+  EXPECT_GE(step, cluster.steps) << result->Serialize();
+  EXPECT_LE(step, cluster.steps + 1);
   const JsonValue* restored = result->Find("restored_devices");
   ASSERT_TRUE(restored != nullptr && restored->is_array()) << result->Serialize();
   if (kill_it) {
@@ -766,7 +776,14 @@ void RunPsChaos(bool kill_it) {
   EXPECT_GT(Num(*result, "test_accuracy"), 0.8) << result->Serialize();
   auto worker_result = ResultJson(worker_log);
   ASSERT_TRUE(worker_result.ok()) << worker_log;
-  EXPECT_GE(Num(*worker_result, "global_step"), 3000);
+  EXPECT_GE(Num(*worker_result, "global_step"), cluster.steps);
+  if (sync) {
+    // Synchronous to the end: every update took both replicas' gradients,
+    // so no more updates than asked for, and the worker's last step saw
+    // the chief's last update.
+    EXPECT_EQ(step, cluster.steps) << result->Serialize();
+    EXPECT_EQ(Num(*worker_result, "global_step"), cluster.steps) << worker_result->Serialize();
+  }
   if (!kSanitized) {
     // Peer liveness: the loss is found within 5 s (heartbeat 1 s, 3
     // misses; at once when the connection resets), with a margin for a
@@ -845,6 +862,17 @@ TEST(TfConfigTest, AsyncTrainingOutlivesAPsRestart) {
 TEST(TfConfigTest, AsyncTrainingOutlivesAStoppedPs) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   RunPsChaos(/*kill_it=*/false);
+}
+
+// The same with --sync (SyncReplicasOptimizer): the token queue (on ps 0)
+// and the accumulators of ps 1's variables do not survive the loss as
+// they were (a queue the failing steps closed, ps 1's accumulators gone,
+// ps 0's holding part of a step), so the chief drops and remakes the
+// whole synchronization state before it restores, and the worker waits
+// for that new state before it steps again.
+TEST(TfConfigTest, SyncTrainingOutlivesAPsRestart) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunPsChaos(/*kill_it=*/true, /*sync=*/true);
 }
 
 // --epochs=1 at batch 500: 60000 / 500 = 120 steps, exactly (the loop
