@@ -207,12 +207,6 @@ absl::Status CallEveryTask(WorkerCacheInterface* cache, const std::vector<std::s
 }  // namespace
 
 void Master::ResetAsync(const ResetRequest& request, ResetResponse*, StatusCallback done) {
-  absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    sessions.swap(sessions_);
-  }
-  for (auto& [h, s] : sessions) s->Close().IgnoreError();
   // Only the tasks the filters name (all without filters), as TensorFlow's
   // ResetRequest.device_filters.
   std::vector<std::string> tasks;
@@ -239,6 +233,12 @@ void Master::ResetAsync(const ResetRequest& request, ResetResponse*, StatusCallb
     done(absl::Status(s.code(), absl::StrCat(s.message(), " (nothing was reset)")));
     return;
   }
+  absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [h, session] : sessions) session->Close().IgnoreError();
   auto req = std::make_shared<CleanupAllRequest>();
   for (const auto& c : request.container()) req->add_container(c);
   done(CallEveryTask(env_->worker_cache, tasks, env_->control_timeout_ms, "CleanupAll",

@@ -79,7 +79,12 @@ class BlockingResource : public ResourceBase,
       bool blocked_kind = false;
       for (const Waiter& w : waiters_) blocked_kind |= w.kind == kind;
       std::optional<absl::Status> now;
-      if (!blocked_kind) now = attempt();
+      if (dropped_) {
+        // Looked up before a Reset dropped it: nothing could serve a wait.
+        now = DroppedError();
+      } else if (!blocked_kind) {
+        now = attempt();
+      }
       if (now.has_value()) {
         completions.push_back({std::move(done), *std::move(now), nullptr, 0, nullptr});
       } else {
@@ -120,17 +125,14 @@ class BlockingResource : public ResourceBase,
     RunCompletions(std::move(completions));
   }
 
-  // Fails every waiter with Aborted naming the resource.
+  // Fails every waiter, and every later wait or change, with Aborted
+  // naming the resource.
   void Dropped() override {
     std::vector<Completion> completions;
     {
       std::lock_guard<std::mutex> l(mu_);
-      for (Waiter& w : waiters_) {
-        completions.push_back(Finish(
-            w, absl::AbortedError(absl::StrCat(DebugString(),
-                                               " was reset (its container dropped) while an op "
-                                               "waited on it"))));
-      }
+      dropped_ = true;
+      for (Waiter& w : waiters_) completions.push_back(Finish(w, DroppedError()));
       waiters_.clear();
     }
     RunCompletions(std::move(completions));
@@ -142,6 +144,8 @@ class BlockingResource : public ResourceBase,
     absl::Status s;
     {
       std::lock_guard<std::mutex> l(mu_);
+      // A change to a dropped resource would be lost without a trace.
+      if (dropped_) return DroppedError();
       s = fn();
       RetryWaitersLocked(&completions);
     }
@@ -242,8 +246,13 @@ class BlockingResource : public ResourceBase,
     }
   }
 
+  absl::Status DroppedError() const {
+    return absl::AbortedError(absl::StrCat(DebugString(), " was reset (its container dropped)"));
+  }
+
   std::list<Waiter> waiters_;
   int64_t next_id_ = 0;
+  bool dropped_ = false;  // guarded by mu_
 };
 
 // ---------------------------------------------------------------------------

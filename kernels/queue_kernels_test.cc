@@ -270,6 +270,11 @@ TEST_F(QueueTest, DroppingTheContainerAbortsABlockedDequeue) {
   EXPECT_EQ(blocked.status().code(), absl::StatusCode::kAborted) << blocked.status();
   EXPECT_THAT(std::string(blocked.status().message()), HasSubstr("FIFOQueue q was reset"));
   EXPECT_THAT(std::string(blocked.status().message()), HasSubstr("node 'dequeue'"));
+  // A handle made before the reset names a queue that was dropped: Aborted,
+  // not NotFound, so a step that began before a Reset can tell.
+  auto late = Dequeue(h);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kAborted) << late.status();
+  EXPECT_THAT(std::string(late.status().message()), HasSubstr("was reset"));
   // Gone with its container: the op makes a new, empty one.
   EXPECT_EQ(Size(MakeQueue()), 0);
   EXPECT_EQ(Size(MakeQueue(-1, "other")), 0);

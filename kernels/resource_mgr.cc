@@ -11,6 +11,7 @@ void ResourceMgr::Cleanup(const std::string& container) {
     const std::string& c = C(container);
     for (auto it = resources_.begin(); it != resources_.end();) {
       if (std::get<0>(it->first) == c) {
+        dropped_.insert({c, std::get<1>(it->first)});
         dropped.push_back(std::move(it->second));
         it = resources_.erase(it);
       } else {
@@ -25,7 +26,10 @@ void ResourceMgr::Clear() {
   std::vector<std::shared_ptr<ResourceBase>> dropped;
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (auto& [k, r] : resources_) dropped.push_back(std::move(r));
+    for (auto& [k, r] : resources_) {
+      dropped_.insert({std::get<0>(k), std::get<1>(k)});
+      dropped.push_back(std::move(r));
+    }
     resources_.clear();
   }
   for (const auto& r : dropped) r->Dropped();

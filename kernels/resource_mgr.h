@@ -10,9 +10,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <typeindex>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,7 +43,8 @@ class ResourceMgr {
   template <typename T>
   absl::Status Create(const std::string& container, const std::string& name,
                       std::shared_ptr<T> resource);
-  // NotFound naming the resource.
+  // NotFound naming the resource; Aborted when Cleanup or Clear dropped it
+  // and nothing made it again (an op of a step that began before a Reset).
   template <typename T>
   absl::StatusOr<std::shared_ptr<T>> Lookup(const std::string& container,
                                             const std::string& name) const;
@@ -67,6 +70,8 @@ class ResourceMgr {
   std::string default_container_;
   mutable std::mutex mu_;
   std::map<Key, std::shared_ptr<ResourceBase>> resources_;
+  // (container, name) of what Cleanup or Clear dropped, until it is made again.
+  std::set<std::pair<std::string, std::string>> dropped_;
 };
 
 template <typename T>
@@ -78,6 +83,7 @@ absl::Status ResourceMgr::Create(const std::string& container, const std::string
     return absl::AlreadyExistsError(
         absl::StrCat("resource ", C(container), "/", name, " already exists"));
   }
+  dropped_.erase({C(container), name});
   resources_[k] = std::move(resource);
   return absl::OkStatus();
 }
@@ -88,6 +94,10 @@ absl::StatusOr<std::shared_ptr<T>> ResourceMgr::Lookup(const std::string& contai
   std::lock_guard<std::mutex> l(mu_);
   auto it = resources_.find(Key{C(container), name, std::type_index(typeid(T))});
   if (it == resources_.end()) {
+    if (dropped_.count({C(container), name})) {
+      return absl::AbortedError(
+          absl::StrCat("resource ", C(container), "/", name, " was reset (its container dropped)"));
+    }
     return absl::NotFoundError(
         absl::StrCat("resource ", C(container), "/", name, " does not exist"));
   }
@@ -104,6 +114,7 @@ absl::StatusOr<std::shared_ptr<T>> ResourceMgr::LookupOrCreate(
   if (it != resources_.end()) return std::static_pointer_cast<T>(it->second);
   auto r = creator();
   if (!r.ok()) return r.status();
+  dropped_.erase({C(container), name});
   resources_[k] = *r;
   return *r;
 }

@@ -36,8 +36,10 @@ absl::Status SyncReplicasHook::AfterInit(const ClientSession& session, bool is_c
     if (last_generation_ != nullptr) last_generation_->store(generation);
   }
   GR_RETURN_IF_ERROR(session.Run({}, {}, {optimizer_->local_step_init_op()}).status());
+  std::lock_guard<std::mutex> l(mu_);
+  joined_ = true;
   if (is_chief) {
-    std::lock_guard<std::mutex> l(mu_);
+    loop_session_ = &session;
     qr_session_ = std::make_unique<ClientSession>(scope_, options_);
     stopping_ = false;
     qr_thread_ = std::thread([this] { QueueRunner(); });
@@ -50,6 +52,7 @@ absl::StatusOr<int64_t> SyncReplicasHook::WaitForGeneration(const ClientSession&
   const auto deadline =
       std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(wait_timeout_);
   absl::Status seen = absl::OkStatus();
+  bool same_as_last = false;
   while (true) {
     if (stop_ != nullptr && stop_->load()) {
       return absl::CancelledError("SyncReplicasHook: stopped while waiting for the chief");
@@ -58,11 +61,19 @@ absl::StatusOr<int64_t> SyncReplicasHook::WaitForGeneration(const ClientSession&
     if (ready.ok() && (*ready)[0].scalar<bool>()) {
       absl::StatusOr<std::vector<Tensor>> g = session.Run({optimizer_->generation()});
       if (g.ok() && (*g)[0].scalar<int64_t>() != last) return (*g)[0].scalar<int64_t>();
+      same_as_last = g.ok();
       if (!g.ok()) seen = g.status();
-    } else if (!ready.ok()) {
-      seen = ready.status();
+    } else {
+      same_as_last = false;
+      if (!ready.ok()) seen = ready.status();
     }
     if (std::chrono::steady_clock::now() > deadline) {
+      if (same_as_last) {
+        // The chief did not remake the state (it never lost a task: this
+        // worker's loss was its own, a heartbeat that missed): the state
+        // it ran with is still there, so it joins it again.
+        return last;
+      }
       return absl::DeadlineExceededError(absl::StrCat(
           "SyncReplicasHook: the chief did not make the synchronization state",
           last != 0 ? " again" : "", " within ", absl::FormatDuration(wait_timeout_),
@@ -72,12 +83,21 @@ absl::StatusOr<int64_t> SyncReplicasHook::WaitForGeneration(const ClientSession&
   }
 }
 
-bool SyncReplicasHook::ClosesOn(const absl::Status& s) const {
-  return last_generation_ == nullptr || !(absl::IsUnavailable(s) || absl::IsAborted(s));
+bool SyncReplicasHook::ClosesOnLocked(const absl::Status& s) const {
+  // A replica that never joined has nobody waiting on it.
+  if (!joined_) return false;
+  if (last_generation_ == nullptr) return true;
+  // Errors the in-place recovery recovers from, its own or the queue
+  // runner's: the chief drops and remakes the state instead.
+  auto recoverable = [](const absl::Status& x) {
+    return absl::IsUnavailable(x) || absl::IsAborted(x) || absl::IsDeadlineExceeded(x);
+  };
+  return !recoverable(s) && !recoverable(qr_status_);
 }
 
 void SyncReplicasHook::QueueRunner() {
   while (true) {
+    bool closes = false;
     {
       std::lock_guard<std::mutex> l(mu_);
       if (stopping_) return;
@@ -92,10 +112,16 @@ void SyncReplicasHook::QueueRunner() {
       }
       qr_status_ =
           absl::Status(s.code(), absl::StrCat("sync replicas queue runner: ", s.message()));
+      closes = ClosesOnLocked(s);
     }
-    // Release the workers waiting for a token.
-    if (ClosesOn(s)) {
+    if (closes) {
+      // Release the workers waiting for a token.
       qr_session_->Run({}, {}, {optimizer_->close_token_queue()}).status().IgnoreError();
+    } else if (loop_session_->session() != nullptr) {
+      // Recovering: the loop's own step waits for a token that will not
+      // come (and would wait for a heartbeat, or forever if the lost task
+      // answered again first); end it, so the loop fails with this error.
+      loop_session_->session()->Close().IgnoreError();
     }
     return;
   }
@@ -120,7 +146,12 @@ absl::Status SyncReplicasHook::AfterLoop(const ClientSession&) {
 }
 
 void SyncReplicasHook::OnError(const ClientSession& session, const absl::Status& status) {
-  if (ClosesOn(status)) {
+  bool closes = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    closes = ClosesOnLocked(status);
+  }
+  if (closes) {
     session.Run({}, {}, {optimizer_->close_token_queue()}).status().IgnoreError();
   }
   StopQueueRunner();

@@ -14,12 +14,18 @@
 //              at once instead of waiting for an update that never comes;
 //              stops the queue runner.
 // A failing queue runner also closes the token queue; its error is kept
-// (status()) and returned by the chief's next AfterLoop. With set_recovery
-// (a task that recovers in place from a lost task), an Unavailable or
-// Aborted error closes nothing: every step that needed the lost task fails
-// on its own, and the recovering chief drops the whole synchronization
-// state (kSyncReplicasContainer) before it makes it again, where a late
-// close would shut the new queue.
+// (status()) and returned by the chief's next AfterLoop. A replica whose
+// AfterInit did not complete closes nothing. With set_recovery (a task
+// that recovers in place from a lost task), an Unavailable, Aborted or
+// DeadlineExceeded error — the step's or the queue runner's — closes
+// nothing: the recovering chief drops the whole synchronization state
+// (kSyncReplicasContainer) before it makes it again, where a late close
+// would shut the new queue; a queue runner failing so ends the chief's own
+// step instead (closing the loop's session), and the steps of workers
+// that needed the lost task fail on their own, or with Aborted when the
+// chief drops the queue they wait on. A worker that recovered from a loss
+// the chief never saw finds no new generation within wait_timeout and
+// joins the one it ran with again.
 //
 // Thread-safe: the loop's thread and the queue runner's.
 #ifndef GRAPHRUN_CLIENT_LOOP_SYNC_REPLICAS_HOOK_H_
@@ -74,8 +80,8 @@ class SyncReplicasHook : public TrainingHook {
  private:
   void QueueRunner();
   void StopQueueRunner();
-  // Whether an error of `s` closes the token queue.
-  bool ClosesOn(const absl::Status& s) const;
+  // Whether an error of `s` closes the token queue. REQUIRES: mu_ held.
+  bool ClosesOnLocked(const absl::Status& s) const;
   // A worker's wait for the chief's chief_init_op; its generation.
   absl::StatusOr<int64_t> WaitForGeneration(const ClientSession& session) const;
 
@@ -87,6 +93,8 @@ class SyncReplicasHook : public TrainingHook {
   const std::atomic<bool>* stop_ = nullptr;
   mutable std::mutex mu_;
   std::unique_ptr<ClientSession> qr_session_;
+  const ClientSession* loop_session_ = nullptr;  // the chief's, from AfterInit
+  bool joined_ = false;                          // AfterInit completed
   std::thread qr_thread_;
   bool stopping_ = false;
   absl::Status qr_status_;

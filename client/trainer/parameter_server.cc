@@ -388,8 +388,9 @@ absl::Status ResetSyncState(const TrainConfig& c, const distributed::TfConfig& c
 // checkpoint; TrainingLoop keeps the values the others hold) and its
 // workers wait until they are, so the run goes on up to its step count.
 // In synchronous training (--sync) the chief first drops the token queue
-// and accumulators (ResetSyncState) and makes them anew, and its workers
-// wait for that new generation before they step. At most max_restarts
+// and accumulators (ResetSyncState; at its first run too, for a restarted
+// chief process) and makes them anew, and its workers wait for that new
+// generation before they step. At most max_restarts
 // recoveries in a row (without a training step between them).
 absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distributed::TfConfig& cfg,
                                             distributed::GrpcServer* server, std::ostream* log) {
@@ -407,7 +408,9 @@ absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distribu
   int64_t steps_at_loss = 0;
   std::set<std::string> restored;
   while (true) {
-    if (recoveries > 0 && c.sync && strategy.is_chief()) {
+    // Every run of a synchronous chief, the first too: a restarted chief
+    // process finds whatever its predecessor left (a closed queue, tokens).
+    if (c.sync && strategy.is_chief()) {
       absl::Status reset =
           ResetSyncState(c, cfg, server->target(), client::TrainingLoopOptions().init_timeout);
       if (!reset.ok()) return reset;

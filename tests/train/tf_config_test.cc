@@ -798,8 +798,8 @@ void RunPsChaos(bool kill_it, bool sync = false) {
 // trainer's steps need only the PS tasks: it goes on without an error. A
 // restarted worker joins at the current step; a restarted chief restores
 // the newest checkpoint, and the run ends at its step count.
-void RunTrainerChaos(bool chief_dies) {
-  ChaosCluster cluster;
+void RunTrainerChaos(bool chief_dies, bool sync = false) {
+  ChaosCluster cluster(sync);
   cluster.Start();
   if (testing::Test::HasFatalFailure()) return;
   Children& children = cluster.children;
@@ -823,10 +823,17 @@ void RunTrainerChaos(bool chief_dies) {
   ASSERT_TRUE(ExitedOk(children.all[again])) << again_log;
   ASSERT_TRUE(ExitedOk(children.all[other])) << other_log;
   EXPECT_EQ(other_log.find("Unavailable"), std::string::npos) << other_log;
+  if (sync && chief_dies) {
+    // The new chief dropped the synchronization state its predecessor
+    // left; the worker, waiting on a token of the old queue, was told so
+    // and joined the new state.
+    EXPECT_NE(other_log.find("Aborted: "), std::string::npos) << other_log;
+    EXPECT_NE(other_log.find("sync_token_q was reset"), std::string::npos) << other_log;
+  }
   auto restarted = ResultJson(again_log);
   ASSERT_TRUE(restarted.ok()) << again_log;
-  EXPECT_GE(Num(*restarted, "global_step"), 3000) << restarted->Serialize();
-  EXPECT_LE(Num(*restarted, "global_step"), 3001);
+  EXPECT_GE(Num(*restarted, "global_step"), cluster.steps) << restarted->Serialize();
+  EXPECT_LE(Num(*restarted, "global_step"), cluster.steps + 1);
   if (chief_dies) {
     // A fresh chief restores the newest checkpoint whole, as TensorFlow's
     // SessionManager does (the global step goes back to it, no further).
@@ -837,7 +844,7 @@ void RunTrainerChaos(bool chief_dies) {
   EXPECT_TRUE(restarted->Find("restored_devices")->items().empty());
   auto other_result = ResultJson(other_log);
   ASSERT_TRUE(other_result.ok()) << other_log;
-  EXPECT_GE(Num(*other_result, "global_step"), 3000) << other_result->Serialize();
+  EXPECT_GE(Num(*other_result, "global_step"), cluster.steps) << other_result->Serialize();
   const JsonValue& chief_result = chief_dies ? *restarted : *other_result;
   EXPECT_GT(Num(chief_result, "test_accuracy"), 0.8) << chief_result.Serialize();
   std::cout << (chief_dies ? "chief" : "worker") << " killed after the checkpoint of step "
@@ -862,6 +869,14 @@ TEST(TfConfigTest, AsyncTrainingOutlivesAPsRestart) {
 TEST(TfConfigTest, AsyncTrainingOutlivesAStoppedPs) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   RunPsChaos(/*kill_it=*/false);
+}
+
+// --sync, the chief killed and restarted: the new chief process finds the
+// token queue and accumulators its predecessor left (tokens, partial sums)
+// and drops them before it makes the state anew.
+TEST(TfConfigTest, SyncTrainingOutlivesAChiefRestart) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunTrainerChaos(/*chief_dies=*/true, /*sync=*/true);
 }
 
 // The same with --sync (SyncReplicasOptimizer): the token queue (on ps 0)
