@@ -358,11 +358,8 @@ namespace {
 // `timeout`. Its chief_init_op then makes that state anew, whatever the
 // loss left behind (a closed queue, tokens no update released, partial
 // sums of a step that never completed).
-absl::Status ResetSyncState(const TrainConfig& c, const distributed::TfConfig& cfg,
+absl::Status ResetSyncState(const TrainConfig& c, const train::ParameterServerStrategy& strategy,
                             const std::string& target, absl::Duration timeout) {
-  GR_ASSIGN_OR_RETURN(
-      train::ParameterServerStrategy strategy,
-      train::ParameterServerStrategy::Create(cfg.cluster, cfg.task_type, cfg.task_index));
   SessionOptions so = strategy.session_options(target);
   so.config.clear_device_filters();
   so.config.add_device_filters("/job:ps");
@@ -412,7 +409,7 @@ absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distribu
     // process finds whatever its predecessor left (a closed queue, tokens).
     if (c.sync && strategy.is_chief()) {
       absl::Status reset =
-          ResetSyncState(c, cfg, server->target(), client::TrainingLoopOptions().init_timeout);
+          ResetSyncState(c, strategy, server->target(), client::TrainingLoopOptions().init_timeout);
       if (!reset.ok()) return reset;
     }
     absl::StatusOr<TrainResult> r =
