@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, libFuzzer + ASan) and runs each over
+# Builds the libFuzzer targets (clang, libFuzzer + ASan + UBSan) and runs each over
 # its seed corpus for a share of $1 seconds (default 60, at least 10 s
 # each). Fails on any crash, leak, timeout or sanitizer report.
 #   graphdef_fuzzer      GraphDef parsing, validation, placement, partitioning
@@ -19,12 +19,17 @@ secs="${1:-60}"
 targets=(graphdef:corpus tensor_proto:corpus_tensor_proto idx:corpus_idx
          checkpoint:corpus_checkpoint worker_rpc:corpus_worker_rpc
          master_rpc:corpus_master_rpc data_channel:corpus_data_channel)
-# Own output base: the clang build never evicts the normal gcc build.
+# The sanitizer tests' output base (scripts/test_all.sh): --config=fuzz is
+# their --config=asan plus libFuzzer's runtime at link time, so only the
+# fuzz targets themselves are built here after those tests ran. Its own
+# output base also keeps the clang build from evicting the normal gcc one.
 ws=$(pwd | md5sum | cut -c1-8)  # one output base per checkout
-BZ=(bazel --output_base="$HOME/.cache/graphrun-fuzz-$ws")
+BZ=(bazel --output_base="$HOME/.cache/graphrun-sanitizers-$ws")
 labels=()
 for t in "${targets[@]}"; do labels+=("//tests/fuzz:${t%%:*}_fuzzer"); done
-"${BZ[@]}" build --config=fuzz --experimental_convenience_symlinks=ignore "${labels[@]}"
+# (gold warns of every symbol of clang's static ASan runtime: harmless.)
+"${BZ[@]}" build --config=fuzz --experimental_convenience_symlinks=ignore "${labels[@]}" 2>&1 |
+  grep -v "Cannot export local symbol '__asan"
 bindir="$("${BZ[@]}" info --config=fuzz bazel-bin 2>/dev/null)/tests/fuzz"
 each=$(( secs / ${#targets[@]} ))
 (( each < 10 )) && each=10
