@@ -1,5 +1,6 @@
 #include "distributed/cluster_spec.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -68,7 +69,9 @@ absl::Status CheckNoDuplicateKeys(const JsonValue& v, const std::string& what) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string& what) {
+// `sparse`: a TF_CONFIG sparseCluster (empty jobs, indices with gaps).
+absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string& what,
+                                          bool sparse = false) {
   if (!v.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": expected an object of jobs, got ", KindName(v)));
@@ -81,7 +84,7 @@ absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string&
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": job names are letters, digits, '_' and '-'"));
     }
-    std::vector<std::string> addrs;
+    std::map<int, std::string> addrs;
     if (tasks.is_array()) {
       for (size_t i = 0; i < tasks.items().size(); ++i) {
         const JsonValue& a = tasks.items()[i];
@@ -92,14 +95,13 @@ absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string&
         }
         absl::Status s = CheckAddress(tw, a.string_value());
         if (!s.ok()) return s;
-        addrs.push_back(a.string_value());
+        addrs[static_cast<int>(i)] = a.string_value();
       }
     } else if (tasks.is_object()) {
-      std::map<int, std::string> sparse;
       GR_RETURN_IF_ERROR(CheckNoDuplicateKeys(tasks, where));
       for (const auto& [index, a] : tasks.members()) {
         int i = 0;
-        if (!absl::SimpleAtoi(index, &i) || i < 0) {
+        if (!absl::SimpleAtoi(index, &i) || i < 0 || i > 1000000) {
           return absl::InvalidArgumentError(
               absl::StrCat(where, ": task index '", index, "' is not a number"));
         }
@@ -110,38 +112,39 @@ absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string&
         }
         absl::Status s = CheckAddress(tw, a.string_value());
         if (!s.ok()) return s;
-        sparse[i] = a.string_value();
+        addrs[i] = a.string_value();
       }
       int expect = 0;
-      for (const auto& [i, a] : sparse) {
-        if (i != expect) {
+      for (const auto& [i, a] : addrs) {
+        if (i != expect && !sparse) {
           return absl::InvalidArgumentError(
               absl::StrCat(where, ": task indices must be 0..N-1, task ", expect, " is missing"));
         }
-        ++expect;
-        addrs.push_back(a);
+        expect = i + 1;
       }
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": expected an array of \"host:port\", got ", KindName(tasks)));
     }
     if (addrs.empty()) {
+      if (sparse) continue;  // TFJob writes "worker": {} for a PS
       return absl::InvalidArgumentError(absl::StrCat(where, ": has no tasks"));
     }
-    for (auto& a : addrs) spec.AddTask(job, a);
+    for (const auto& [i, a] : addrs) spec.SetTask(job, i, a);
   }
+  if (sparse) spec.MarkSparse();
   return spec;
 }
 
 }  // namespace
 
-absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json) {
+absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json, bool sparse) {
   auto v = ParseJson(json);
   if (!v.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cluster spec: malformed JSON: ", v.status().message()));
   }
-  return FromJsonValue(*v, "cluster spec");
+  return FromJsonValue(*v, "cluster spec", sparse);
 }
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromFlag(const std::string& value) {
@@ -165,6 +168,29 @@ int ClusterSpec::AddTask(const std::string& job, const std::string& address) {
   return static_cast<int>(tasks.size()) - 1;
 }
 
+void ClusterSpec::SetTask(const std::string& job, int index, const std::string& address) {
+  auto& tasks = jobs_[job];
+  if (index >= static_cast<int>(tasks.size())) {
+    if (index > static_cast<int>(tasks.size())) sparse_ = true;
+    tasks.resize(index + 1);
+  }
+  tasks[index] = address;
+}
+
+ClusterSpec ClusterSpec::KnownTo(const ClusterSpec& view) const {
+  if (!view.sparse()) return *this;
+  ClusterSpec out;
+  out.sparse_ = true;
+  for (const auto& [job, tasks] : view.jobs_) {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (tasks[i].empty()) continue;
+      absl::StatusOr<std::string> a = Address(job, static_cast<int>(i));
+      if (a.ok()) out.SetTask(job, static_cast<int>(i), *a);
+    }
+  }
+  return out;
+}
+
 int ClusterSpec::num_tasks(const std::string& job) const {
   auto it = jobs_.find(job);
   return it == jobs_.end() ? 0 : static_cast<int>(it->second.size());
@@ -179,13 +205,20 @@ absl::StatusOr<std::string> ClusterSpec::Address(const std::string& job, int tas
     return absl::NotFoundError(
         absl::StrCat("job '", job, "' has no task ", task, " (it has ", it->second.size(), ")"));
   }
+  if (it->second[task].empty()) {
+    return absl::NotFoundError(absl::StrCat("job '", job, "' task ", task,
+                                            " is not in this sparse cluster (its address is not "
+                                            "known to this task)"));
+  }
   return it->second[task];
 }
 
 std::vector<std::string> ClusterSpec::TaskNames() const {
   std::vector<std::string> out;
   for (const auto& [job, tasks] : jobs_) {
-    for (size_t i = 0; i < tasks.size(); ++i) out.push_back(TaskName(job, static_cast<int>(i)));
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (!tasks[i].empty()) out.push_back(TaskName(job, static_cast<int>(i)));
+    }
   }
   return out;
 }
@@ -205,12 +238,17 @@ std::string ClusterSpec::ToJson() const {
   for (const auto& [job, tasks] : jobs_) {
     if (!first_job) out += ", ";
     first_job = false;
-    absl::StrAppend(&out, JsonQuote(job), ": [");
+    const bool holes = std::find(tasks.begin(), tasks.end(), "") != tasks.end();
+    absl::StrAppend(&out, JsonQuote(job), holes ? ": {" : ": [");
+    bool first = true;
     for (size_t i = 0; i < tasks.size(); ++i) {
-      if (i) out += ", ";
+      if (tasks[i].empty()) continue;
+      if (!first) out += ", ";
+      first = false;
+      if (holes) absl::StrAppend(&out, JsonQuote(std::to_string(i)), ": ");
       out += JsonQuote(tasks[i]);
     }
-    out += "]";
+    out += holes ? "}" : "]";
   }
   return out + "}";
 }
@@ -226,8 +264,16 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
   }
   TfConfig cfg;
   const JsonValue* cluster = v->Find("cluster");
-  if (cluster == nullptr) return absl::InvalidArgumentError("TF_CONFIG: missing field 'cluster'");
-  auto spec = FromJsonValue(*cluster, "TF_CONFIG: cluster");
+  const JsonValue* sparse = v->Find("sparseCluster");
+  if (cluster != nullptr && sparse != nullptr) {
+    return absl::InvalidArgumentError("TF_CONFIG: both 'cluster' and 'sparseCluster' (give one)");
+  }
+  if (cluster == nullptr && sparse == nullptr) {
+    return absl::InvalidArgumentError("TF_CONFIG: missing field 'cluster' (or 'sparseCluster')");
+  }
+  cfg.sparse = sparse != nullptr;
+  const std::string what = cfg.sparse ? "TF_CONFIG: sparseCluster" : "TF_CONFIG: cluster";
+  auto spec = FromJsonValue(cfg.sparse ? *sparse : *cluster, what, cfg.sparse);
   if (!spec.ok()) return spec.status();
   // Kubeflow's TFJob and SageMaker name the chief "master" (TF 1's name):
   // it is the chief here, under one name for every task that reads this.
@@ -238,8 +284,13 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
     }
     ClusterSpec renamed;
     for (const auto& [job, addrs] : spec->jobs()) {
-      for (const std::string& a : addrs) renamed.AddTask(job == "master" ? "chief" : job, a);
+      for (size_t i = 0; i < addrs.size(); ++i) {
+        if (!addrs[i].empty()) {
+          renamed.SetTask(job == "master" ? "chief" : job, static_cast<int>(i), addrs[i]);
+        }
+      }
     }
+    if (spec->sparse()) renamed.MarkSparse();
     *spec = std::move(renamed);
   }
   cfg.cluster = std::move(*spec);
@@ -270,7 +321,31 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
     }
     cfg.task_index = n;
   }
-  if (cfg.task_type != "evaluator" && cfg.task_index >= cfg.cluster.num_tasks(cfg.task_type)) {
+  if (cfg.sparse && cfg.task_index > 0) {
+    // TFJob (enableDynamicWorker) gives PS task i the list of its own
+    // address alone.
+    const JsonValue* own = sparse->Find(type->string_value());
+    if (own != nullptr && own->is_array() && own->items().size() == 1) {
+      const std::string job = cfg.task_type;
+      const std::string address = *cfg.cluster.Address(job, 0);
+      ClusterSpec moved;
+      moved.MarkSparse();
+      for (const auto& [j, addrs] : cfg.cluster.jobs()) {
+        for (size_t i = 0; i < addrs.size(); ++i) {
+          if (j != job && !addrs[i].empty()) moved.SetTask(j, static_cast<int>(i), addrs[i]);
+        }
+      }
+      moved.SetTask(job, cfg.task_index, address);
+      cfg.cluster = std::move(moved);
+    }
+  }
+  if (cfg.task_type != "evaluator" && !cfg.cluster.Address(cfg.task_type, cfg.task_index).ok()) {
+    if (cfg.sparse) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TF_CONFIG: task {type: '", cfg.task_type, "', index: ", cfg.task_index,
+          "} has no address in the sparseCluster (TFJob's enableDynamicWorker names ps and "
+          "worker tasks only: make worker 0 the chief)"));
+    }
     return absl::InvalidArgumentError(
         absl::StrCat("TF_CONFIG: task {type: '", cfg.task_type, "', index: ", cfg.task_index,
                      "} is not in the cluster (job '", cfg.task_type, "' has ",

@@ -129,6 +129,82 @@ TEST(ClusterSpecTest, TfJobAndSageMakerTfConfig) {
                 "environment must be a string");
 }
 
+// As Kubeflow's TFJob writes TF_CONFIG with enableDynamicWorker: each
+// task sees only the tasks it talks to. A PS gets its own address alone
+// (at list position 0 whatever its index), a worker every PS and itself,
+// the chief and evaluator nothing.
+TEST(ClusterSpecTest, TfJobSparseCluster) {
+  auto w1 = ParseTfConfig(R"({"sparseCluster": {"worker": {"1": "job-worker-1:2222"},
+                               "ps": ["job-ps-0:2222", "job-ps-1:2222"]},
+                              "task": {"type": "worker", "index": 1}})");
+  ASSERT_TRUE(w1.ok()) << w1.status();
+  EXPECT_TRUE(w1->sparse);
+  EXPECT_TRUE(w1->cluster.sparse());
+  EXPECT_EQ(*w1->cluster.Address("worker", 1), "job-worker-1:2222");
+  EXPECT_EQ(*w1->cluster.Address("ps", 1), "job-ps-1:2222");
+  absl::Status hole = w1->cluster.Address("worker", 0).status();
+  EXPECT_EQ(hole.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(hole.message()), HasSubstr("job 'worker' task 0 is not in this sparse"));
+  EXPECT_EQ(w1->cluster.num_tasks("worker"), 2);
+  EXPECT_THAT(w1->cluster.TaskNames(),
+              ElementsAre("/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1",
+                          "/job:worker/replica:0/task:1"));
+  EXPECT_EQ(w1->cluster.ToJson(),
+            R"({"ps": ["job-ps-0:2222", "job-ps-1:2222"], "worker": {"1": "job-worker-1:2222"}})");
+
+  auto ps1 = ParseTfConfig(R"({"sparseCluster": {"worker": {}, "ps": ["job-ps-1:2222"]},
+                               "task": {"type": "ps", "index": 1}})");
+  ASSERT_TRUE(ps1.ok()) << ps1.status();
+  EXPECT_EQ(*ps1->cluster.Address("ps", 1), "job-ps-1:2222");
+  EXPECT_EQ(ps1->cluster.Address("ps", 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(ps1->cluster.TaskNames(), ElementsAre("/job:ps/replica:0/task:1"));
+  auto ps0 = ParseTfConfig(R"({"sparseCluster": {"worker": {}, "ps": ["job-ps-0:2222"]},
+                               "task": {"type": "ps", "index": 0}})");
+  ASSERT_TRUE(ps0.ok()) << ps0.status();
+  EXPECT_EQ(*ps0->cluster.Address("ps", 0), "job-ps-0:2222");
+  EXPECT_TRUE(ps0->cluster.sparse());  // no holes, and still not the whole job
+
+  // The evaluator needs no address; the chief has none to run with.
+  auto eval = ParseTfConfig(R"({"sparseCluster": {"worker": {}, "ps": []},
+                                "task": {"type": "evaluator", "index": 0}})");
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  EXPECT_TRUE(eval->cluster.empty());
+  ExpectInvalid(ParseTfConfig(R"({"sparseCluster": {"worker": {}, "ps": []},
+                                  "task": {"type": "chief", "index": 0}})")
+                    .status(),
+                "task {type: 'chief', index: 0} has no address in the sparseCluster");
+  ExpectInvalid(ParseTfConfig(R"({"sparseCluster": {"worker": {"1": "w:1"}, "ps": ["p:1"]},
+                                  "task": {"type": "worker", "index": 0}})")
+                    .status(),
+                "has no address in the sparseCluster");
+  ExpectInvalid(ParseTfConfig(R"({"cluster": {"worker": ["w:1"]},
+                                  "sparseCluster": {"worker": {"0": "w:1"}},
+                                  "task": {"type": "worker", "index": 0}})")
+                    .status(),
+                "both 'cluster' and 'sparseCluster'");
+  ExpectInvalid(ParseTfConfig(R"({"sparseCluster": {"worker": {"x": "w:1"}},
+                                  "task": {"type": "worker", "index": 0}})")
+                    .status(),
+                "TF_CONFIG: sparseCluster: job 'worker': task index 'x' is not a number");
+  ExpectInvalid(ParseTfConfig(R"({"sparseCluster": {"worker": {"0": "nohost"}},
+                                  "task": {"type": "worker", "index": 0}})")
+                    .status(),
+                "'nohost' is not host:port");
+
+  // A launcher's full cluster, seen through a sparse view: that view's
+  // tasks at the launcher's addresses.
+  ClusterSpec full;
+  full.AddTask("ps", "127.0.0.1:5");
+  full.AddTask("ps", "127.0.0.1:6");
+  full.AddTask("worker", "127.0.0.1:7");
+  full.AddTask("worker", "127.0.0.1:8");
+  ClusterSpec seen = full.KnownTo(w1->cluster);
+  EXPECT_TRUE(seen.sparse());
+  EXPECT_EQ(seen.ToJson(),
+            R"({"ps": ["127.0.0.1:5", "127.0.0.1:6"], "worker": {"1": "127.0.0.1:8"}})");
+  EXPECT_EQ(full.KnownTo(full).ToJson(), full.ToJson());
+}
+
 TEST(ClusterSpecTest, TfConfigErrorsNameTheField) {
   ExpectInvalid(ParseTfConfig(R"({"task": {"type": "worker"}})").status(), "'cluster'");
   ExpectInvalid(ParseTfConfig(R"({"cluster": {"worker": ["w:1"]}})").status(), "'task'");

@@ -97,7 +97,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartServerForLauncher(ServerOptions
     close(fd);
     return parsed.status();
   }
-  ClusterSpec spec = *std::move(parsed);
+  // A task of a sparse cluster keeps its view: the launcher's addresses
+  // of the tasks it names.
+  ClusterSpec spec = parsed->KnownTo(options.cluster);
   absl::StatusOr<std::string> address = spec.Address(options.job, options.task);
   if (!address.ok() || !absl::EndsWith(*address, absl::StrCat(":", server->bound_port()))) {
     close(fd);

@@ -94,7 +94,8 @@ int StatusCommand(absl::Span<const std::string> args, std::ostream& out, std::os
     err << StatusToLine(entry.status()) << "\n";
     return kExitFailure;
   }
-  auto cluster = distributed::ClusterSpec::FromJson(entry->stats().cluster_json());
+  // The task's view of its cluster: a sparseCluster's task knows only some.
+  auto cluster = distributed::ClusterSpec::FromJson(entry->stats().cluster_json(), /*sparse=*/true);
   if (!cluster.ok()) {
     err << StatusToLine(cluster.status()) << "\n";
     return kExitFailure;

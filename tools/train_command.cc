@@ -77,7 +77,9 @@ const FlagSet& TrainFlagSet() {
                 "(default 1)")
         .String("port_base", "P",
                 "under srun: a task listens on P + its rank on its node (default 2222)")
-        .String("workers", "M", "worker tasks of the embedded cluster (default 2)")
+        .String("workers", "M",
+                "worker tasks of the embedded cluster (default 2); under a TF_CONFIG "
+                "sparseCluster, the job's training tasks (chief and workers)")
         .Bool("sync",
               "synchronous replicas: every update averages one batch of every "
               "worker (SyncReplicasOptimizer); default async")
@@ -259,6 +261,19 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
     setenv("TF_CONFIG", c.tf_config.c_str(), 1);
   }
   const bool external = !c.tf_config.empty();
+  if (external && f.Has("workers")) {
+    // A sparseCluster (TFJob's enableDynamicWorker) does not say how many
+    // training tasks the job has; --workers does. A full cluster says it.
+    GR_ASSIGN_OR_RETURN(distributed::TfConfig cfg, distributed::ParseTfConfig(c.tf_config));
+    const int named = cfg.cluster.num_tasks("chief") + cfg.cluster.num_tasks("worker");
+    if (cfg.sparse) {
+      c.cluster_replicas = c.workers;
+    } else if (c.workers != named) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--workers=", c.workers, ": TF_CONFIG's cluster has ", named,
+          " training tasks (chief and workers); --workers counts them only for a sparseCluster"));
+    }
+  }
   if (mirrored || (multi_worker && !external)) {
     const int replicas = mirrored ? c.num_replicas : c.workers;
     if (c.batch_size < replicas || c.batch_size % replicas != 0) {

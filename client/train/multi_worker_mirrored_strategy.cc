@@ -18,6 +18,11 @@ absl::StatusOr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create(
         "MultiWorkerMirroredStrategy: the cluster has a ps job; all-reduce training has no "
         "parameter servers (use parameter-server training for it)");
   }
+  if (cluster.sparse()) {
+    return absl::InvalidArgumentError(
+        "MultiWorkerMirroredStrategy: a sparse cluster names only some workers; all-reduce "
+        "needs every worker's address (give TF_CONFIG a full 'cluster')");
+  }
   if (task_type != "chief" && task_type != "worker") {
     return absl::InvalidArgumentError(absl::StrCat("MultiWorkerMirroredStrategy: task type '",
                                                    task_type,

@@ -26,6 +26,21 @@ absl::StatusOr<ParameterServerStrategy> ParameterServerStrategy::Create(
   const bool has_chief = cluster.num_tasks("chief") > 0;
   s.replica_index_ = task_type == "chief" ? 0 : task_index + (has_chief ? 1 : 0);
   s.num_replicas_ = cluster.num_tasks("worker") + (has_chief ? 1 : 0);
+  if (options.num_replicas > 0) {
+    if (s.replica_index_ >= options.num_replicas) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ParameterServerStrategy: task ", task_type, ":", task_index, " is replica ",
+          s.replica_index_, ", beyond the job's ", options.num_replicas, " training tasks"));
+    }
+    s.num_replicas_ = options.num_replicas;
+  } else if (cluster.sparse()) {
+    if (options.sync_replicas) {
+      return absl::InvalidArgumentError(
+          "ParameterServerStrategy: synchronous replicas need their number, which a sparse "
+          "cluster does not say (set num_replicas: `graphrun train --workers=N`)");
+    }
+    s.num_replicas_ = 1;  // each replica on its own
+  }
   s.is_chief_ = task_type == "chief" || (!has_chief && task_index == 0);
   s.worker_device_ = absl::StrCat("/job:", task_type, "/task:", task_index);
   s.target_ = absl::StrCat("grpc://", address);

@@ -16,6 +16,12 @@
 // chief (it initializes, restores and saves; the others wait). Updates are
 // asynchronous; wrap the optimizer in SyncReplicasOptimizer for
 // synchronous replicas (num_replicas() gradients per update).
+//
+// A sparse cluster (TF_CONFIG "sparseCluster", as TFJob writes it with
+// enableDynamicWorker) names only the PS tasks and this one, so the number
+// of replicas is not known: options.num_replicas says it, or else every
+// replica trains on its own (num_replicas() 1: the whole global batch per
+// replica, the input not sharded; asynchronous only).
 #ifndef GRAPHRUN_CLIENT_TRAIN_PARAMETER_SERVER_STRATEGY_H_
 #define GRAPHRUN_CLIENT_TRAIN_PARAMETER_SERVER_STRATEGY_H_
 
@@ -52,6 +58,9 @@ struct ParameterServerStrategyOptions {
   // Synchronous replicas: every update averages one batch of each replica
   // (SyncReplicasOptimizer); false: each replica updates on its own.
   bool sync_replicas = false;
+  // The job's training tasks (chief and workers); 0: those of the cluster.
+  // Needed for a sparse cluster's sharded input and synchronous replicas.
+  int num_replicas = 0;
 };
 
 class ParameterServerStrategy : public DistributionStrategy {

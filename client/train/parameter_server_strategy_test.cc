@@ -96,6 +96,50 @@ TEST(ParameterServerStrategyTest, Errors) {
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("'balanced'"));
 }
 
+// A sparse cluster (TFJob's enableDynamicWorker) names the PS tasks and
+// this worker only: without a count every replica trains on its own (the
+// whole batch, asynchronous only); with options.num_replicas the batch and
+// the input split as in a full cluster.
+TEST(ParameterServerStrategyTest, SparseClusterReplicas) {
+  const std::string tf_config =
+      R"({"sparseCluster": {"worker": {"3": "w3:1"}, "ps": ["a:1", "b:1"]},
+          "task": {"type": "worker", "index": 3}})";
+  auto alone = ParameterServerStrategy::FromTfConfig(tf_config);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->num_ps_tasks(), 2);
+  EXPECT_EQ(alone->num_replicas(), 1);
+  EXPECT_EQ(alone->replica_index(), 3);
+  EXPECT_FALSE(alone->is_chief());
+  EXPECT_EQ(alone->session_options().target, "grpc://w3:1");
+  EXPECT_EQ(*alone->PerReplicaBatchSize(256), 256);
+  ParameterServerStrategyOptions sync;
+  sync.sync_replicas = true;
+  auto no_count = ParameterServerStrategy::FromTfConfig(tf_config, sync);
+  EXPECT_EQ(no_count.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_count.status().message()),
+              HasSubstr("synchronous replicas need their number"));
+  ParameterServerStrategyOptions four = sync;
+  four.num_replicas = 4;
+  auto counted = ParameterServerStrategy::FromTfConfig(tf_config, four);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(counted->num_replicas(), 4);
+  EXPECT_EQ(counted->replica_index(), 3);
+  EXPECT_EQ(*counted->PerReplicaBatchSize(256), 64);
+  ParameterServerStrategyOptions three;
+  three.num_replicas = 3;
+  auto beyond = ParameterServerStrategy::FromTfConfig(tf_config, three);
+  EXPECT_EQ(beyond.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(beyond.status().message()),
+              HasSubstr("task worker:3 is replica 3, beyond the job's 3 training tasks"));
+  // Worker 0 of a sparse cluster is the chief.
+  auto w0 = ParameterServerStrategy::FromTfConfig(
+      R"({"sparseCluster": {"worker": {"0": "w0:1"}, "ps": ["a:1"]},
+          "task": {"type": "worker", "index": 0}})");
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  EXPECT_TRUE(w0->is_chief());
+  EXPECT_EQ(w0->num_replicas(), 1);
+}
+
 // Between-graph replication: each worker builds the same graph in its own
 // session on its own server; the chief initializes; both increment the
 // one variable on the PS.

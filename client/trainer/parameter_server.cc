@@ -102,6 +102,15 @@ struct VariablePlan {
   std::map<std::string, std::vector<int64_t>> partitions;
 };
 
+// The PS strategy's options of `c`: synchronous or not, and the job's
+// training tasks (--workers under a sparse TF_CONFIG; 0: the cluster's).
+train::ParameterServerStrategyOptions PsOptions(const TrainConfig& c) {
+  train::ParameterServerStrategyOptions so;
+  so.sync_replicas = c.sync;
+  so.num_replicas = c.cluster_replicas;
+  return so;
+}
+
 // The per-node PS strategy for `name`. `balanced` (a whole-graph strategy)
 // is planned once over the model's forward graph: the variables it splits
 // are built partitioned (each part with its own optimizer slots, on the
@@ -170,13 +179,17 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c,
                                             const std::vector<std::string>& targets,
                                             std::ostream* log, RunControl* control) {
   const int num_ps = spec.num_tasks("ps");
-  const int num_replicas = spec.num_tasks("worker") + spec.num_tasks("chief");
+  // The cluster's chief and workers; under a sparse cluster --workers, or
+  // else 1 (each replica on its own).
+  GR_ASSIGN_OR_RETURN(
+      const train::ParameterServerStrategy first,
+      train::ParameterServerStrategy::Create(spec, tasks[0].first, tasks[0].second, PsOptions(c)));
+  const int num_replicas = first.num_replicas();
   GR_ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(c, num_ps, num_replicas));
   std::vector<train::ParameterServerStrategy> strategies;
   for (const auto& [type, index] : tasks) {
-    train::ParameterServerStrategyOptions so;
+    train::ParameterServerStrategyOptions so = PsOptions(c);
     so.ps_strategy_object = plan.strategy();
-    so.sync_replicas = c.sync;
     GR_ASSIGN_OR_RETURN(train::ParameterServerStrategy strategy,
                         train::ParameterServerStrategy::Create(spec, type, index, so));
     strategies.push_back(std::move(strategy));
@@ -186,7 +199,8 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c,
   const int64_t last_step = LastStep(c, per_epoch);
   TrainResult result;
   result.num_ps = num_ps;
-  result.num_workers = num_replicas;
+  // 0: not known (a sparse cluster without --workers).
+  result.num_workers = spec.sparse() && c.cluster_replicas == 0 ? 0 : num_replicas;
   result.strategy_used = c.strategy;
   if (c.strategy == "balanced" && !plan.partitions.empty()) {
     std::vector<std::string> split;
@@ -257,7 +271,7 @@ absl::StatusOr<TrainResult> TrainReplicated(const TrainConfig& c,
     GR_ASSIGN_OR_RETURN(result.global_step, graphs[0]->loop->ReadGlobalStep(*sessions[0]));
     result.restored_from_step.reset();
   }
-  if (static_cast<int>(strategies.size()) < num_replicas) {
+  if (static_cast<int>(strategies.size()) < num_replicas || spec.sparse()) {
     // Other replicas run in other processes: the whole cluster's examples
     // follow from the global step.
     result.examples = (result.global_step - result.initial_global_step) * per_update;
@@ -340,7 +354,8 @@ absl::StatusOr<TrainResult> TrainTask(const TrainConfig& c, const distributed::C
     return r;
   }
   // Checked before a server starts (a task that does not train, no PS).
-  GR_RETURN_IF_ERROR(train::ParameterServerStrategy::Create(spec, task_type, task_index).status());
+  GR_RETURN_IF_ERROR(
+      train::ParameterServerStrategy::Create(spec, task_type, task_index, PsOptions(c)).status());
   if (server == nullptr) {
     GR_ASSIGN_OR_RETURN(server, StartTaskServer(c, spec, task_type, task_index));
   }
@@ -398,9 +413,9 @@ absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distribu
   first.steps_done = again.steps_done = &steps;
   if (c.sync) first.sync_generation = again.sync_generation = &generation;
   again.keep_initialized_variables = true;
-  GR_ASSIGN_OR_RETURN(
-      train::ParameterServerStrategy strategy,
-      train::ParameterServerStrategy::Create(cfg.cluster, cfg.task_type, cfg.task_index));
+  GR_ASSIGN_OR_RETURN(train::ParameterServerStrategy strategy,
+                      train::ParameterServerStrategy::Create(cfg.cluster, cfg.task_type,
+                                                             cfg.task_index, PsOptions(c)));
   int recoveries = 0, in_a_row = 0;
   int64_t steps_at_loss = 0;
   std::set<std::string> restored;
@@ -465,9 +480,9 @@ absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::s
   if (c.distribution == "parameter_server" && c.max_restarts > 0) {
     // The task recovers in place (the embedded cluster's launcher, which
     // restarts its whole cluster instead, stops it first).
-    GR_RETURN_IF_ERROR(
-        train::ParameterServerStrategy::Create(cfg.cluster, cfg.task_type, cfg.task_index)
-            .status());
+    GR_RETURN_IF_ERROR(train::ParameterServerStrategy::Create(cfg.cluster, cfg.task_type,
+                                                              cfg.task_index, PsOptions(c))
+                           .status());
     if (server == nullptr) {
       GR_ASSIGN_OR_RETURN(server, StartTaskServer(c, cfg.cluster, cfg.task_type, cfg.task_index));
     }

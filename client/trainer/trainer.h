@@ -103,6 +103,10 @@ struct TrainConfig {
   // ("": the distributions above). `graphrun train` takes it from the
   // environment.
   std::string tf_config;
+  // Under a tf_config with a sparseCluster (TFJob's enableDynamicWorker):
+  // the job's training tasks, chief and workers, which it does not say
+  // (`--workers`). 0: each worker trains on its own (asynchronous only).
+  int cluster_replicas = 0;
   // Under tf_config: the host this task listens on ("": its cluster
   // entry's if that is this machine's, else 0.0.0.0), and whether it may
   // listen beyond loopback without credentials.

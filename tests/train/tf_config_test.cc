@@ -139,6 +139,95 @@ TEST(TfConfigTest, ChiefWorkerAndPsTrainAsOneCluster) {
   EXPECT_EQ(Num(*worker, "workers"), 2);
 }
 
+// TF_CONFIG with a sparseCluster `cluster` for `type`:`index`.
+std::string SparseTfConfig(const std::string& cluster, const std::string& type, int index) {
+  return absl::StrCat(R"(TF_CONFIG={"sparseCluster": )", cluster, R"(, "task": {"type": ")", type,
+                      R"(", "index": )", index, "}}");
+}
+
+// As Kubeflow's TFJob starts a job with enableDynamicWorker: two PS tasks
+// and two workers, each TF_CONFIG a sparseCluster of the tasks it talks to
+// (a PS its own address alone, whatever its index; a worker every PS and
+// itself). Worker 0 is the chief. Without --workers the job's size is not
+// known: each worker trains on its own (the whole global batch of 256 per
+// update, its own order of the whole training set), asynchronously, and
+// --sync is refused before anything starts.
+TEST(TfConfigTest, TfJobSparseClusterTrains) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string ckpt = TempDir("tf_config_sparse_ckpt");
+  const std::string logs = TempDir("tf_config_sparse_logs");
+  const std::string ps_list = R"("ps": ["127.0.0.1:0", "127.0.0.1:0"])";
+  const auto worker_view = [&](int i) {
+    return absl::StrCat(R"({"worker": {")", i, R"(": "127.0.0.1:0"}, )", ps_list, "}");
+  };
+  Children children;
+  for (int i = 0; i < 2; ++i) {
+    children.Start(absl::StrCat("/job:ps/task:", i), {"train", "--checkpoint_dir=" + ckpt},
+                   {SparseTfConfig(R"({"worker": {}, "ps": ["127.0.0.1:0"]})", "ps", i)}, logs);
+  }
+  const std::vector<std::string> args = {"train", "--data=" + std::string(kData), "--steps=60",
+                                         "--checkpoint_dir=" + ckpt, "--format=json"};
+  for (int i = 0; i < 2; ++i) {
+    children.Start(absl::StrCat("/job:worker/task:", i), args,
+                   {SparseTfConfig(worker_view(i), "worker", i)}, logs);
+  }
+  absl::Status collected = CollectPorts(children.all, 60000);
+  ASSERT_TRUE(collected.ok()) << collected;
+  distributed::ClusterSpec spec;  // the launcher's: every task
+  for (int i = 0; i < 4; ++i) {
+    spec.AddTask(i < 2 ? "ps" : "worker", absl::StrCat("127.0.0.1:", children.all[i].port));
+  }
+  for (int i : {0, 1, 3, 2}) {  // the chief last, as a scheduler may
+    absl::Status sent = SendCluster(children.all[i], spec);
+    ASSERT_TRUE(sent.ok()) << sent;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
+  for (int i : {2, 3}) {
+    ASSERT_TRUE(WaitForExit(children.all[i], deadline)) << ReadFile(children.all[i].log_file);
+    ASSERT_TRUE(ExitedOk(children.all[i])) << ReadFile(children.all[i].log_file);
+  }
+  for (int i : {0, 1}) {
+    EXPECT_FALSE(Reap(children.all[i])) << "ps " << i << " exited";
+    // Each PS listens at its own address, which its view named alone.
+    EXPECT_NE(ReadFile(children.all[i].log_file)
+                  .find(absl::StrCat("listening on 127.0.0.1:", children.all[i].port)),
+              std::string::npos)
+        << ReadFile(children.all[i].log_file);
+  }
+  const std::string chief_log = ReadFile(children.all[2].log_file);
+  auto chief = ResultJson(chief_log);
+  ASSERT_TRUE(chief.ok()) << chief.status() << "\n" << chief_log;
+  EXPECT_EQ(Str(*chief, "mode"), "tf_config");
+  EXPECT_EQ(Num(*chief, "ps"), 2);
+  EXPECT_EQ(Num(*chief, "workers"), 0) << chief->Serialize();  // not known
+  const double step = Num(*chief, "global_step");
+  EXPECT_GE(step, 60);
+  EXPECT_LE(step, 61);
+  EXPECT_EQ(Num(*chief, "examples"), step * 256) << chief->Serialize();
+  EXPECT_GT(Num(*chief, "test_accuracy"), 0.6) << chief->Serialize();
+  EXPECT_EQ(client::Saver::StepOfPrefix(Str(*chief, "checkpoint")), static_cast<int64_t>(step));
+  const std::string worker_log = ReadFile(children.all[3].log_file);
+  auto worker = ResultJson(worker_log);
+  ASSERT_TRUE(worker.ok()) << worker.status() << "\n" << worker_log;
+  EXPECT_TRUE(worker->Find("test_accuracy")->is_null()) << worker->Serialize();
+  EXPECT_GE(Num(*worker, "global_step"), 60);
+
+  // --sync needs the job's size, which a sparse cluster does not say.
+  std::vector<std::string> sync = args;
+  sync.push_back("--sync");
+  const size_t refused = children.Start("/job:worker/task:1", sync,
+                                        {SparseTfConfig(worker_view(1), "worker", 1)}, logs,
+                                        /*linked=*/false);
+  ASSERT_TRUE(WaitForExit(children.all[refused],
+                          std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+  EXPECT_FALSE(ExitedOk(children.all[refused]));
+  EXPECT_NE(ReadFile(children.all[refused].log_file)
+                .find("synchronous replicas need their number, which a sparse cluster does not "
+                      "say (set num_replicas: `graphrun train --workers=N`)"),
+            std::string::npos)
+      << ReadFile(children.all[refused].log_file);
+}
+
 // Writes an IDX file of uint8 `data` with `dims`.
 void WriteIdx(const std::string& path, const std::vector<uint32_t>& dims,
               const std::vector<uint8_t>& data) {
