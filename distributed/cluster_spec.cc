@@ -19,6 +19,9 @@ namespace graphrun {
 namespace distributed {
 namespace {
 
+// A job's task indices stop here (a sparse job's holes cost memory).
+constexpr int kMaxTaskIndex = 100000;
+
 bool ValidJobName(const std::string& job) {
   if (job.empty()) return false;
   for (char c : job) {
@@ -101,9 +104,9 @@ absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string&
       GR_RETURN_IF_ERROR(CheckNoDuplicateKeys(tasks, where));
       for (const auto& [index, a] : tasks.members()) {
         int i = 0;
-        if (!absl::SimpleAtoi(index, &i) || i < 0 || i > 1000000) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(where, ": task index '", index, "' is not a number"));
+        if (!absl::SimpleAtoi(index, &i) || i < 0 || i > kMaxTaskIndex) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ": task index '", index, "' is not a number in 0..", kMaxTaskIndex));
         }
         std::string tw = absl::StrCat(where, " task ", i);
         if (!a.is_string()) {
@@ -198,19 +201,20 @@ int ClusterSpec::num_tasks(const std::string& job) const {
 
 absl::StatusOr<std::string> ClusterSpec::Address(const std::string& job, int task) const {
   auto it = jobs_.find(job);
-  if (it == jobs_.end()) {
-    return absl::NotFoundError(absl::StrCat("cluster has no job '", job, "'"));
+  if (it != jobs_.end() && task >= 0 && task < static_cast<int>(it->second.size()) &&
+      !it->second[task].empty()) {
+    return it->second[task];
   }
-  if (task < 0 || task >= static_cast<int>(it->second.size())) {
-    return absl::NotFoundError(
-        absl::StrCat("job '", job, "' has no task ", task, " (it has ", it->second.size(), ")"));
-  }
-  if (it->second[task].empty()) {
+  if (sparse_ && task >= 0) {
     return absl::NotFoundError(absl::StrCat("job '", job, "' task ", task,
                                             " is not in this sparse cluster (its address is not "
                                             "known to this task)"));
   }
-  return it->second[task];
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("cluster has no job '", job, "'"));
+  }
+  return absl::NotFoundError(
+      absl::StrCat("job '", job, "' has no task ", task, " (it has ", it->second.size(), ")"));
 }
 
 std::vector<std::string> ClusterSpec::TaskNames() const {
@@ -321,7 +325,7 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
     }
     cfg.task_index = n;
   }
-  if (cfg.sparse && cfg.task_index > 0) {
+  if (cfg.sparse && cfg.task_type == "ps" && cfg.task_index > 0) {
     // TFJob (enableDynamicWorker) gives PS task i the list of its own
     // address alone.
     const JsonValue* own = sparse->Find(type->string_value());
@@ -343,8 +347,10 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
     if (cfg.sparse) {
       return absl::InvalidArgumentError(absl::StrCat(
           "TF_CONFIG: task {type: '", cfg.task_type, "', index: ", cfg.task_index,
-          "} has no address in the sparseCluster (TFJob's enableDynamicWorker names ps and "
-          "worker tasks only: make worker 0 the chief)"));
+          "} has no address in the sparseCluster",
+          cfg.task_type == "chief" ? " (TFJob's enableDynamicWorker names ps and worker tasks "
+                                     "only: make worker 0 the chief)"
+                                   : ""));
     }
     return absl::InvalidArgumentError(
         absl::StrCat("TF_CONFIG: task {type: '", cfg.task_type, "', index: ", cfg.task_index,

@@ -182,10 +182,11 @@ TEST(ClusterSpecTest, TfJobSparseCluster) {
                                   "task": {"type": "worker", "index": 0}})")
                     .status(),
                 "both 'cluster' and 'sparseCluster'");
-  ExpectInvalid(ParseTfConfig(R"({"sparseCluster": {"worker": {"x": "w:1"}},
+  ExpectInvalid(
+      ParseTfConfig(R"({"sparseCluster": {"worker": {"x": "w:1"}},
                                   "task": {"type": "worker", "index": 0}})")
-                    .status(),
-                "TF_CONFIG: sparseCluster: job 'worker': task index 'x' is not a number");
+          .status(),
+      "TF_CONFIG: sparseCluster: job 'worker': task index 'x' is not a number in 0..100000");
   ExpectInvalid(ParseTfConfig(R"({"sparseCluster": {"worker": {"0": "nohost"}},
                                   "task": {"type": "worker", "index": 0}})")
                     .status(),

@@ -209,6 +209,11 @@ absl::Status MasterSession::EnsureWorkerSession(const std::string& task, WorkerI
   }
   CreateWorkerSessionRequest req;
   req.set_session_handle(handle_);
+  // Where this master's tasks are, for a task whose cluster does not say
+  // (a sparseCluster PS knows only itself, yet pulls from this task).
+  for (const auto& [t, address] : env_->worker_cache->Addresses()) {
+    (*req.mutable_task_addresses())[t] = address;
+  }
   CreateWorkerSessionResponse resp;
   GR_RETURN_IF_ERROR(NameTask(CallAndWait([&](StatusCallback done) {
                                 worker->CreateWorkerSessionAsync(req, &resp, std::move(done));

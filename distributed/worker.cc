@@ -91,6 +91,17 @@ void Worker::CreateWorkerSessionAsync(const CreateWorkerSessionRequest& request,
     done(absl::InvalidArgumentError("CreateWorkerSession: empty session_handle"));
     return;
   }
+  if (env_->worker_cache != nullptr && !request.task_addresses().empty()) {
+    // The master's tasks this task's cluster may not name (a sparse one):
+    // graphs of this session pull tensors from them.
+    absl::Status learned = env_->worker_cache->LearnAddresses(
+        {request.task_addresses().begin(), request.task_addresses().end()});
+    if (!learned.ok()) {
+      done(absl::Status(learned.code(), absl::StrCat("task ", env_->task, ": CreateWorkerSession: ",
+                                                     learned.message())));
+      return;
+    }
+  }
   std::lock_guard<std::mutex> l(mu_);
   if (static_cast<int64_t>(sessions_.size()) >= env_->limits.max_sessions) {
     done(absl::ResourceExhaustedError(

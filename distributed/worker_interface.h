@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -106,6 +107,14 @@ class WorkerCacheInterface {
   // NotFound naming the task when the cluster has no such task. The
   // returned worker stays valid while the cache lives.
   virtual absl::StatusOr<std::shared_ptr<WorkerInterface>> GetWorker(const std::string& task) = 0;
+  // Every task whose address this cache knows, with it ("host:port").
+  virtual std::map<std::string, std::string> Addresses() const { return {}; }
+  // Addresses another task told (CreateWorkerSession): those of tasks its
+  // own cluster does not name are used by GetWorker (not ListTasks); the
+  // cluster's own never change. InvalidArgument naming a bad entry.
+  virtual absl::Status LearnAddresses(const std::map<std::string, std::string>& addresses) {
+    return absl::OkStatus();
+  }
 };
 
 }  // namespace distributed

@@ -405,6 +405,46 @@ void GrpcWorkerCache::SetClusterSpec(ClusterSpec cluster) {
   }
 }
 
+std::map<std::string, std::string> GrpcWorkerCache::Addresses() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::map<std::string, std::string> out;
+  for (const std::string& task : cluster_.TaskNames()) {
+    absl::StatusOr<std::string> address = cluster_.AddressOfTask(task);
+    if (address.ok()) out[task] = *address;
+  }
+  return out;
+}
+
+absl::Status GrpcWorkerCache::LearnAddresses(const std::map<std::string, std::string>& addresses) {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::pair<std::string, std::string>> news;
+  for (const auto& [task, address] : addresses) {
+    if (cluster_.AddressOfTask(task).ok()) continue;  // the cluster's own stays
+    absl::StatusOr<TaskId> id = ParseTaskName(task);
+    const size_t colon = address.rfind(':');
+    int port = 0;
+    if (!id.ok() || TaskName(id->job, id->task) != task || colon == std::string::npos ||
+        colon == 0 || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 1 ||
+        port > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat("task address '", task, "' -> '", address,
+                                                     "': expected a task name and host:port"));
+    }
+    auto known = learned_.find(task);
+    if (known == learned_.end() || known->second != address) news.emplace_back(task, address);
+  }
+  size_t added = 0;
+  for (const auto& [task, address] : news) added += learned_.count(task) == 0 ? 1 : 0;
+  if (learned_.size() + added > kMaxLearnedTasks) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "more than ", kMaxLearnedTasks, " tasks outside this task's cluster were named to it"));
+  }
+  for (const auto& [task, address] : news) {
+    learned_[task] = address;
+    clients_.erase(task);  // a restarted task at a new address: a new client
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> GrpcWorkerCache::ListTasks() const {
   std::lock_guard<std::mutex> l(mu_);
   return cluster_.TaskNames();
@@ -421,8 +461,12 @@ absl::StatusOr<std::shared_ptr<WorkerInterface>> GrpcWorkerCache::GetWorker(
   if (it != clients_.end()) return it->second.second;
   auto addr = cluster_.AddressOfTask(task);
   if (!addr.ok()) {
-    return absl::NotFoundError(
-        absl::StrCat("no task ", task, " in the cluster: ", addr.status().message()));
+    auto learned = learned_.find(task);
+    if (learned == learned_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no task ", task, " in the cluster: ", addr.status().message()));
+    }
+    addr = learned->second;
   }
   auto client =
       std::make_shared<GrpcWorkerClient>(task, *addr, NewChannel(*addr, options_), options_);

@@ -113,6 +113,11 @@ class GrpcWorkerCache : public WorkerCacheInterface {
 
   std::vector<std::string> ListTasks() const override;
   absl::StatusOr<std::shared_ptr<WorkerInterface>> GetWorker(const std::string& task) override;
+  std::map<std::string, std::string> Addresses() const override;
+  // At most kMaxLearnedTasks tasks are kept; an address that changes
+  // replaces the old one (a restarted task).
+  absl::Status LearnAddresses(const std::map<std::string, std::string>& addresses) override;
+  static constexpr size_t kMaxLearnedTasks = 4096;
   // Sum over the current remote clients.
   GrpcWorkerClient::RecvTensorCounts recv_tensor_counts() const;
 
@@ -120,6 +125,8 @@ class GrpcWorkerCache : public WorkerCacheInterface {
   const ChannelOptions options_;
   mutable std::mutex mu_;
   ClusterSpec cluster_;
+  // Tasks the cluster does not name, told by masters of sessions here.
+  std::map<std::string, std::string> learned_;
   std::string local_task_;
   WorkerInterface* local_worker_ = nullptr;
   std::map<std::string, std::pair<std::string, std::shared_ptr<GrpcWorkerClient>>> clients_;

@@ -1,14 +1,19 @@
 // Malformed and hostile worker RPCs are rejected with a clear status and the
 // server keeps serving: unknown handles, a bad GraphDef, a malformed
-// rendezvous key, undecodable bytes, and a request over the message limit.
+// rendezvous key, undecodable bytes, a request over the message limit, and
+// malformed task addresses; the worker cache learns only unknown tasks.
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "distributed/cluster_spec.h"
 #include "distributed/local_cluster.h"
 #include "distributed/protos/worker_service.grpc.pb.h"
 #include "distributed/rpc/grpc_session.h"
@@ -86,6 +91,49 @@ TEST_F(BadRpcTest, UnknownSessionAndBadGraphAreRejected) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
   EXPECT_THAT(s.error_message(), HasSubstr("node 'bad'"));
   ExpectStillServing();
+}
+
+// A master's task addresses (CreateWorkerSession) teach a task the tasks
+// its cluster does not name; malformed ones are refused, naming the entry.
+TEST_F(BadRpcTest, MalformedTaskAddressesAreRejected) {
+  for (const auto& [task, address] :
+       std::vector<std::pair<std::string, std::string>>{{"nonsense", "a:1"},
+                                                        {"/job:ps/replica:0/task:0", "noport"},
+                                                        {"/job:ps/replica:0/task:0", "a:0"},
+                                                        {"/job:ps/task:0", "a:1"}}) {
+    CreateWorkerSessionRequest req;
+    req.set_session_handle("s-" + task + address);
+    (*req.mutable_task_addresses())[task] = address;
+    CreateWorkerSessionResponse resp;
+    auto ctx = Ctx();
+    grpc::Status s = stub_->CreateWorkerSession(ctx.get(), req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << task << " " << address;
+    EXPECT_THAT(s.error_message(), HasSubstr(absl::StrCat("task address '", task, "' -> '", address,
+                                                          "': expected a task name")));
+  }
+  ExpectStillServing();
+}
+
+TEST(GrpcWorkerCacheTest, LearnsOnlyTasksItsClusterDoesNotName) {
+  auto sparse = ParseTfConfig(R"({"sparseCluster": {"worker": {}, "ps": ["127.0.0.1:7001"]},
+                                  "task": {"type": "ps", "index": 1}})");
+  ASSERT_TRUE(sparse.ok()) << sparse.status();
+  GrpcWorkerCache cache(sparse->cluster, ChannelOptions());
+  const std::string w1 = "/job:worker/replica:0/task:1", ps1 = "/job:ps/replica:0/task:1";
+  absl::Status unknown = cache.GetWorker(w1).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(unknown.message()),
+              HasSubstr("job 'worker' task 1 is not in this sparse cluster"));
+  ASSERT_TRUE(cache.LearnAddresses({{w1, "127.0.0.1:7002"}, {ps1, "127.0.0.1:9"}}).ok());
+  EXPECT_TRUE(cache.GetWorker(w1).ok());
+  // The cluster's own address stays; learned tasks are not the cluster's.
+  EXPECT_EQ(cache.Addresses(), (std::map<std::string, std::string>{{ps1, "127.0.0.1:7001"}}));
+  EXPECT_EQ(cache.ListTasks(), std::vector<std::string>{ps1});
+  std::map<std::string, std::string> many;
+  for (size_t i = 0; i <= GrpcWorkerCache::kMaxLearnedTasks; ++i) {
+    many[absl::StrCat("/job:worker/replica:0/task:", i + 2)] = "127.0.0.1:7003";
+  }
+  EXPECT_EQ(cache.LearnAddresses(many).code(), absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(BadRpcTest, MalformedRendezvousKeyIsInvalidArgument) {
