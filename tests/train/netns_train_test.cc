@@ -374,15 +374,17 @@ TEST(NetnsTrainTest, MultiWorkerMirroredAcrossThreeHosts) {
                    "three_hosts_mwms");
 }
 
-// Chaos, a cut link: asynchronous PS training with the PS on host 1 and
-// the chief and worker 1 on host 2. After the checkpoint of step >= 200
-// host 1's link goes down (`ip link set down` on its switch port): nothing
+// Chaos, a cut link: PS training with the PS on host 1 and the chief and
+// worker 1 on host 2, asynchronous or `sync` (--sync: every update waits
+// for both workers' gradients). After the checkpoint of step >= 200 host
+// 1's link goes down (`ip link set down` on its switch port): nothing
 // resets, packets just vanish, so only the heartbeat (1 s, 3 misses) can
 // tell. Chief and worker report `Unavailable` naming the PS within 5 s and
 // wait for it; the link comes back 2 s later, the PS still holds its
-// variables, so nothing is restored, and the run ends at its step count
-// with a trained model.
-TEST(NetnsTrainTest, AsyncTrainingOutlivesACutLink) {
+// variables, so nothing is restored (a synchronous chief remakes the
+// token queue and accumulators, which workers wait for), and the run ends
+// at its step count (`steps`) with a trained model.
+void TrainThroughACutLink(bool sync, int steps) {
   if (!std::filesystem::exists(kData)) GTEST_SKIP() << "no " << kData;
   Hosts hosts(2);
   const std::string why = hosts.Make();
@@ -390,29 +392,31 @@ TEST(NetnsTrainTest, AsyncTrainingOutlivesACutLink) {
   const std::string a1 = Hosts::address(1), a2 = Hosts::address(2);
   const std::string cluster = absl::StrCat(R"({"ps": [")", a1, R"(:2222"], "worker": [")", a2,
                                            R"(:2222", ")", a2, R"(:2223"]})");
-  const std::string dir = TmpDir() + "/cut_link_ckpt";
+  const std::string name = sync ? "cut_link_sync" : "cut_link";
+  const std::string dir = TmpDir() + "/" + name + "_ckpt";
   std::filesystem::remove_all(dir);
-  const std::vector<std::string> train = {"train",
-                                          "--insecure",
-                                          "--steps=3000",
-                                          "--save_checkpoint_steps=100",
-                                          "--checkpoint_dir=" + dir,
-                                          "--format=json",
-                                          "--intra_op_threads=1",
-                                          "--inter_op_threads=2"};
+  std::vector<std::string> train = {"train",
+                                    "--insecure",
+                                    absl::StrCat("--steps=", steps),
+                                    "--save_checkpoint_steps=100",
+                                    "--checkpoint_dir=" + dir,
+                                    "--format=json",
+                                    "--intra_op_threads=1",
+                                    "--inter_op_threads=2"};
+  if (sync) train.push_back("--sync");
   auto tf_config = [&](const std::string& job, int index) {
     return absl::StrCat(R"(TF_CONFIG={"cluster": )", cluster, R"(, "task": {"type": ")", job,
                         R"(", "index": )", index, "}}");
   };
   Task ps, chief, worker;
   ASSERT_TRUE(Start(ps, hosts.host(1), {"train", "--insecure", "--checkpoint_dir=" + dir},
-                    {tf_config("ps", 0)}, TmpDir() + "/cut_link_ps.log")
+                    {tf_config("ps", 0)}, TmpDir() + "/" + name + "_ps.log")
                   .ok());
-  ASSERT_TRUE(
-      Start(chief, hosts.host(2), train, {tf_config("worker", 0)}, TmpDir() + "/cut_link_chief.log")
-          .ok());
+  ASSERT_TRUE(Start(chief, hosts.host(2), train, {tf_config("worker", 0)},
+                    TmpDir() + "/" + name + "_chief.log")
+                  .ok());
   ASSERT_TRUE(Start(worker, hosts.host(2), train, {tf_config("worker", 1)},
-                    TmpDir() + "/cut_link_worker.log")
+                    TmpDir() + "/" + name + "_worker.log")
                   .ok());
   auto latest_step = [&] {
     std::ifstream state(dir + "/checkpoint");
@@ -463,8 +467,8 @@ TEST(NetnsTrainTest, AsyncTrainingOutlivesACutLink) {
   std::string trimmed = chief_log.substr(0, chief_log.find_last_not_of('\n') + 1);
   auto json = ParseJson(trimmed.substr(trimmed.rfind('\n') + 1));
   ASSERT_TRUE(json.ok()) << chief_log;
-  EXPECT_GE(std::stod(json->Find("global_step")->number_text()), 3000);
-  EXPECT_LE(std::stod(json->Find("global_step")->number_text()), 3001);
+  EXPECT_GE(std::stod(json->Find("global_step")->number_text()), steps);
+  EXPECT_LE(std::stod(json->Find("global_step")->number_text()), steps + 1);
   EXPECT_GE(std::stod(json->Find("restarts")->number_text()), 1);
   EXPECT_TRUE(json->Find("restored_devices")->items().empty()) << json->Serialize();
   EXPECT_GT(std::stod(json->Find("test_accuracy")->number_text()), 0.8) << json->Serialize();
@@ -474,6 +478,10 @@ TEST(NetnsTrainTest, AsyncTrainingOutlivesACutLink) {
     EXPECT_LT(worker_ms, 8000);
   }
 }
+
+TEST(NetnsTrainTest, AsyncTrainingOutlivesACutLink) { TrainThroughACutLink(false, 3000); }
+
+TEST(NetnsTrainTest, SyncTrainingOutlivesACutLink) { TrainThroughACutLink(true, 1500); }
 
 TEST(NetnsTrainTest, BeyondLoopbackWithoutCredentialsExitsAtOnce) {
   Hosts hosts;
