@@ -33,10 +33,8 @@ bool ValidJobName(const std::string& job) {
 }
 
 absl::Status CheckAddress(const std::string& where, const std::string& address) {
-  size_t colon = address.rfind(':');
   int port = 0;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+  if (!ParseHostPort(address, &port)) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": address '", address, "' is not host:port"));
   }
@@ -140,6 +138,12 @@ absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string&
 }
 
 }  // namespace
+
+bool ParseHostPort(absl::string_view address, int* port) {
+  const size_t colon = address.rfind(':');
+  return colon != absl::string_view::npos && colon != 0 &&
+         absl::SimpleAtoi(address.substr(colon + 1), port) && *port >= 0 && *port <= 65535;
+}
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json, bool sparse) {
   auto v = ParseJson(json);

@@ -96,6 +96,10 @@ struct TfConfig {
 // task index 1), which is read as that task's address.
 absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json);
 
+// Whether `address` is "host:port": a non-empty host and a port in
+// 0..65535 (in *port).
+bool ParseHostPort(absl::string_view address, int* port);
+
 // "/job:J/replica:0/task:I".
 std::string TaskName(const std::string& job, int task);
 

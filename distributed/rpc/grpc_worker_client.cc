@@ -421,11 +421,9 @@ absl::Status GrpcWorkerCache::LearnAddresses(const std::map<std::string, std::st
   for (const auto& [task, address] : addresses) {
     if (cluster_.AddressOfTask(task).ok()) continue;  // the cluster's own stays
     absl::StatusOr<TaskId> id = ParseTaskName(task);
-    const size_t colon = address.rfind(':');
     int port = 0;
-    if (!id.ok() || TaskName(id->job, id->task) != task || colon == std::string::npos ||
-        colon == 0 || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 1 ||
-        port > 65535) {
+    if (!id.ok() || TaskName(id->job, id->task) != task || !ParseHostPort(address, &port) ||
+        port == 0) {
       return absl::InvalidArgumentError(absl::StrCat("task address '", task, "' -> '", address,
                                                      "': expected a task name and host:port"));
     }
