@@ -6,17 +6,21 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "distributed/rpc/data_channel_internal.h"
 #include "graph/memory_budget.h"
 #include "graph/proto/tensor.pb.h"
 #include "graph/status.h"
@@ -24,39 +28,42 @@
 
 namespace graphrun {
 namespace distributed {
-namespace {
+namespace data_channel_internal {
 
-constexpr uint32_t kRequestMagic = 0x51445247;   // "GRDQ"
-constexpr uint32_t kResponseMagic = 0x50445247;  // "GRDP"
-constexpr uint32_t kRecv = 1;
-constexpr uint32_t kCancel = 2;
-constexpr uint32_t kDeadPayload = 1;
-constexpr uint32_t kProtoPayload = 2;
-constexpr uint32_t kMaxDims = 64;
-constexpr uint32_t kMaxMessageBytes = 1 << 20;
+// The bytes of a fixed-size `dtype` tensor of `dims`; an error for other
+// types, negative dims and overflow.
+absl::StatusOr<uint64_t> PayloadBytes(DataType dtype, const std::vector<int64_t>& dims) {
+  uint64_t bytes = DataTypeSupported(dtype) ? static_cast<uint64_t>(DataTypeSize(dtype)) : 0;
+  if (bytes == 0) return absl::InvalidArgumentError("not a fixed-size type");
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && bytes > std::numeric_limits<uint64_t>::max() / d)) {
+      return absl::InvalidArgumentError("bad dims");
+    }
+    bytes *= static_cast<uint64_t>(d);
+  }
+  return bytes;
+}
 
-struct RequestHeader {
-  uint32_t magic;
-  uint32_t type;
-  uint64_t id;
-  int64_t step_id;
-  uint64_t key_bytes;
-};
-static_assert(sizeof(RequestHeader) == 32, "packed request header");
-
-struct ResponseHeader {
-  uint32_t magic;
-  uint32_t flags;
-  uint64_t id;
-  int32_t code;
-  int32_t dtype;
-  uint32_t ndims;
-  uint32_t message_bytes;
-  uint64_t payload_bytes;
-};
-static_assert(sizeof(ResponseHeader) == 40, "packed response header");
-
-int64_t NowMs() { return SteadyNowMs(); }
+// Copies `bytes` at `remote` in process `pid` into `dst` (cross-memory
+// attach), in <= 1 GiB calls, resuming after partial reads.
+absl::Status ReadProcessMemory(int pid, char* dst, uint64_t remote, uint64_t bytes) {
+  while (bytes > 0) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, uint64_t{1} << 30));
+    iovec local{dst, n};
+    iovec peer{reinterpret_cast<void*>(remote), n};
+    ssize_t got = process_vm_readv(pid, &local, 1, &peer, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot read the payload from the peer's memory (process ", pid,
+          "): ", errno == ESRCH ? "the process is gone" : std::strerror(got < 0 ? errno : EIO)));
+    }
+    dst += got;
+    remote += static_cast<uint64_t>(got);
+    bytes -= static_cast<uint64_t>(got);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status Errno(const std::string& what) {
   return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(errno)));
@@ -131,7 +138,16 @@ absl::StatusOr<addrinfo*> Resolve(const std::string& host, int port, bool passiv
   return res;
 }
 
-}  // namespace
+}  // namespace data_channel_internal
+
+using namespace data_channel_internal;  // NOLINT: this file is its implementation
+
+bool DataChannelOptions::SameHostReadsDefault() {
+  const char* v = std::getenv("GRAPHRUN_SAME_HOST_READS");
+  if (v == nullptr) return true;
+  const std::string s = v;
+  return !(s == "0" || s == "false" || s == "off" || s == "no");
+}
 
 absl::Status AnnotatePeerStatus(absl::StatusCode code, const std::string& message,
                                 const std::string& who) {
@@ -218,6 +234,18 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
         if (c) c->opts.StartCancel();
         continue;
       }
+      if (h.type == kHello) {
+        Hello();
+        continue;
+      }
+      if (h.type == kSameHost) {
+        if (o.same_host_reads && hello_sent_) same_host_ = true;
+        continue;
+      }
+      if (h.type == kRelease) {
+        Release(h.id);
+        continue;
+      }
       if (h.type != kRecv) break;
       auto call = std::make_shared<Call>();
       call->id = h.id;
@@ -233,12 +261,16 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
           &call->opts, call->request, &call->result,
           [self, call](const absl::Status& s) { self->Finish(*call, s); });
     }
-    // The client went away (or Stop): nobody waits for the in-flight calls.
+    // The client went away (or Stop): nobody waits for the in-flight calls,
+    // nor reads what it held for the client.
     std::vector<std::shared_ptr<Call>> calls;
+    std::map<uint64_t, Tensor> held;
     {
       std::lock_guard<std::mutex> l(mu_);
       reader_done_ = true;
       for (auto& [id, c] : inflight_) calls.push_back(c);
+      held.swap(held_);
+      server_->num_held_.fetch_sub(static_cast<int64_t>(held.size()));
     }
     for (auto& c : calls) c->opts.StartCancel();
     // Dropped at once (a client that broke the protocol learns it now, not
@@ -268,6 +300,61 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
     return true;
   }
 
+  // Same-host reads: the pid and the nonce's address (or, when they are
+  // off here, an empty reply).
+  void Hello() {
+    ResponseHeader h{};
+    h.magic = kResponseMagic;
+    h.flags = kHelloReply;
+    HelloPayload p{};
+    Response r;
+    if (server_->options_.same_host_reads && !hello_sent_) {
+      if (getrandom(nonce_.data(), nonce_.size(), 0) != static_cast<ssize_t>(nonce_.size())) {
+        for (size_t i = 0; i < nonce_.size(); ++i)
+          nonce_[i] = static_cast<char>(NowMs() >> (i % 8) ^ reinterpret_cast<uintptr_t>(this));
+      }
+      p.pid = getpid();
+      p.nonce_address = reinterpret_cast<uintptr_t>(nonce_.data());
+      p.nonce = nonce_;
+      h.payload_bytes = sizeof(p);
+      r.data = reinterpret_cast<const char*>(&p);
+      r.bytes = sizeof(p);
+      hello_sent_ = true;
+    }
+    r.head.append(reinterpret_cast<const char*>(&h), sizeof(h));
+    Write(r);
+  }
+
+  void Release(uint64_t id) {
+    Tensor t;  // freed outside the lock
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = held_.find(id);
+    if (it == held_.end()) return;
+    t = std::move(it->second);
+    held_.erase(it);
+    server_->num_held_.fetch_sub(1);
+    if (held_.empty()) cv_.notify_all();
+  }
+
+ public:
+  // Waits until the client has read every payload held for it, at most
+  // until `deadline_ms`; what is still held then is leaked on purpose, so
+  // a late read never sees freed memory.
+  void WaitReleased(int64_t deadline_ms) {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!held_.empty() && !reader_done_ && NowMs() < deadline_ms) {
+      cv_.wait_for(l, std::chrono::milliseconds(20));
+    }
+    if (held_.empty() || reader_done_) return;
+    static std::mutex leaked_mu;
+    static auto* const leaked = new std::vector<Tensor>();  // reachable: not a leak to LSan
+    std::lock_guard<std::mutex> ll(leaked_mu);
+    for (auto& [id, t] : held_) leaked->push_back(std::move(t));
+    server_->num_held_.fetch_sub(static_cast<int64_t>(held_.size()));
+    held_.clear();
+  }
+
+ private:
   void Finish(Call& call, const absl::Status& s) {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -303,9 +390,25 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
     }
     h.message_bytes = static_cast<uint32_t>(message.size());
     h.payload_bytes = r.bytes;
-    if (r.bytes > 0) {
+    uint64_t address = 0;
+    if (same_host_ && h.flags == 0 && r.tensor.IsInitialized() &&
+        r.bytes >= static_cast<uint64_t>(server_->options_.same_host_min_bytes)) {
+      // The client reads the bytes itself; the tensor is held until then.
+      h.flags = kRemotePayload;
+      address = reinterpret_cast<uintptr_t>(r.data);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (reader_done_) return;  // the client left: nobody would release it
+        held_[call.id] = std::move(r.tensor);
+        server_->num_held_.fetch_add(1);
+      }
+      server_->num_same_host_reads_.fetch_add(1);
+      r.data = nullptr;
+      r.bytes = 0;
+    }
+    if (h.payload_bytes > 0) {  // same-host reads count as sent too
       Metrics::Get().Increment("graphrun_sent_bytes_total", {{"path", "data_channel"}},
-                               static_cast<double>(r.bytes));
+                               static_cast<double>(h.payload_bytes));
     }
     r.head.append(reinterpret_cast<const char*>(&h), sizeof(h));
     for (uint32_t i = 0; i < h.ndims; ++i) {
@@ -313,6 +416,9 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
       r.head.append(reinterpret_cast<const char*>(&d), sizeof(d));
     }
     r.head.append(message);
+    if (h.flags == kRemotePayload) {
+      r.head.append(reinterpret_cast<const char*>(&address), sizeof(address));
+    }
     if (r.bytes <= static_cast<uint64_t>(inline_bytes_)) {
       Write(r);
       return;
@@ -360,7 +466,12 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
   std::condition_variable cv_;
   bool reader_done_ = false;
   bool stop_writer_ = false;
+  // Same-host reads (reader thread only, but same_host_ is read by Finish).
+  bool hello_sent_ = false;
+  std::atomic<bool> same_host_{false};
+  std::array<char, 16> nonce_{};
   std::map<uint64_t, std::shared_ptr<Call>> inflight_;
+  std::map<uint64_t, Tensor> held_;  // payloads the client is reading
   std::deque<Response> queue_;
 };
 
@@ -447,319 +558,13 @@ void DataChannelServer::Stop() {
     std::lock_guard<std::mutex> l(mu_);
     conns.swap(conns_);
   }
+  // Clients may still be reading payloads from this process's memory.
+  const int64_t deadline = NowMs() + kReleaseWaitMs;
+  for (auto& c : conns) c->WaitReleased(deadline);
   for (auto& c : conns) c->StopAndJoin();
   close(listen_fd_);
   close(wake_fd_[0]);
   close(wake_fd_[1]);
-}
-
-// ---------------------------------------------------------------------------
-// Client side.
-
-absl::StatusOr<std::shared_ptr<DataConnection>> DataConnection::Connect(
-    const std::string& host, int port, std::string who, const DataChannelOptions& options) {
-  auto res = Resolve(host, port, /*passive=*/false);
-  if (!res.ok())
-    return AnnotatePeerStatus(res.status().code(), std::string(res.status().message()), who);
-  absl::Status last = absl::UnavailableError("no address");
-  int fd = -1;
-  for (addrinfo* a = *res; a != nullptr; a = a->ai_next) {
-    fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-      last = Errno("socket");
-      continue;
-    }
-    int rc = connect(fd, a->ai_addr, a->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      rc = poll(&p, 1, static_cast<int>(options.connect_timeout_ms));
-      if (rc == 0) {
-        errno = ETIMEDOUT;
-        rc = -1;
-      } else if (rc > 0) {
-        int err = 0;
-        socklen_t len = sizeof(err);
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        errno = err;
-        rc = err == 0 ? 0 : -1;
-      }
-    }
-    if (rc == 0) break;
-    last = Errno(absl::StrCat("data channel: connect to ", host, ":", port));
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(*res);
-  if (fd < 0) return AnnotatePeerStatus(last.code(), std::string(last.message()), who);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  SetNoDelay(fd);
-  auto fail = [&](const absl::Status& st) {
-    close(fd);
-    return AnnotatePeerStatus(st.code(), absl::StrCat("data channel: ", st.message()), who);
-  };
-  std::unique_ptr<ByteStream> stream;
-  if (options.tls.enabled()) {
-    auto ctx = TlsContext::Create(options.tls, /*server=*/false);
-    if (!ctx.ok()) return fail(ctx.status());
-    auto t = NewTlsStream(fd, **ctx, /*server=*/false, host, options.connect_timeout_ms);
-    if (!t.ok()) return fail(t.status());
-    stream = *std::move(t);
-  } else {
-    stream = NewPlainStream(fd);
-  }
-  absl::Status hs =
-      ClientTokenHandshake(stream.get(), options.auth_token, options.connect_timeout_ms);
-  if (!hs.ok()) return fail(hs);
-  std::shared_ptr<DataConnection> c(
-      new DataConnection(fd, std::move(stream), std::move(who), options));
-  c->reader_ = std::thread([p = c.get()] { p->ReadLoop(); });
-  return c;
-}
-
-DataConnection::~DataConnection() {
-  Close();
-  close(fd_);
-}
-
-void DataConnection::Close() {
-  broken_ = true;
-  shutdown(fd_, SHUT_RDWR);
-  if (reader_.joinable()) {
-    if (reader_.get_id() == std::this_thread::get_id()) {
-      reader_.detach();  // dropped from one of our own callbacks
-    } else {
-      reader_.join();
-    }
-  }
-}
-
-absl::Status DataConnection::WriteRequest(uint32_t type, uint64_t id, int64_t step_id,
-                                          const std::string& key) {
-  RequestHeader h{kRequestMagic, type, id, step_id, key.size()};
-  iovec iov[2];
-  iov[0].iov_base = &h;
-  iov[0].iov_len = sizeof(h);
-  iov[1].iov_base = const_cast<char*>(key.data());
-  iov[1].iov_len = key.size();
-  std::lock_guard<std::mutex> l(write_mu_);
-  return stream_->WriteAllV(iov, key.empty() ? 1 : 2);
-}
-
-void DataConnection::RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
-                                     RecvTensorResult* result, StatusCallback done) {
-  uint64_t id;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (broken_) {
-      // Fall through below with no entry.
-      id = 0;
-    } else {
-      id = next_id_++;
-      Pending& p = pending_[id];
-      p.opts = opts;
-      p.result = result;
-      p.done = std::move(done);
-      if (opts != nullptr && opts->timeout_ms() > 0) {
-        p.deadline_ms = NowMs() + opts->timeout_ms();
-        any_deadline_ = true;
-      }
-    }
-  }
-  if (id == 0) {
-    done(absl::UnavailableError(absl::StrCat(who_, ": data channel is closed")));
-    return;
-  }
-  // Until `armed`, only this thread completes the entry: others just mark
-  // it, so `opts` is never touched after its call completed.
-  if (opts != nullptr)
-    opts->SetCancelCallback([this, id] {
-      Cancel(id, absl::CancelledError(absl::StrCat(who_, ": RecvTensor cancelled")));
-    });
-  absl::Status early;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = pending_.find(id);
-    if (!it->second.early_status.ok()) {
-      early = it->second.early_status;
-      done = std::move(it->second.done);
-      pending_.erase(it);
-    } else {
-      it->second.armed = true;
-    }
-  }
-  if (!early.ok()) {
-    if (opts != nullptr) opts->ClearCancelCallback();
-    done(early);
-    return;
-  }
-  absl::Status s = WriteRequest(kRecv, id, request.step_id(), request.rendezvous_key());
-  if (!s.ok()) {
-    shutdown(fd_, SHUT_RDWR);  // the reader fails every pending call
-  }
-}
-
-void DataConnection::Cancel(uint64_t id, absl::Status status) {
-  Pending p;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = pending_.find(id);
-    if (it == pending_.end()) return;
-    if (!it->second.armed) {
-      if (it->second.early_status.ok()) it->second.early_status = status;
-      return;
-    }
-    p = std::move(it->second);
-    pending_.erase(it);
-  }
-  // Tell the server to stop waiting; its answer will be drained.
-  if (!broken_) WriteRequest(kCancel, id, 0, "").IgnoreError();
-  // Runs inside opts->StartCancel(): clearing is allowed (recursive lock).
-  if (p.opts != nullptr) p.opts->ClearCancelCallback();
-  p.done(status);
-}
-
-void DataConnection::FailAll(const absl::Status& status) {
-  std::vector<Pending> failed;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    broken_ = true;
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      if (!it->second.armed) {
-        if (it->second.early_status.ok()) it->second.early_status = status;
-        ++it;
-        continue;
-      }
-      failed.push_back(std::move(it->second));
-      it = pending_.erase(it);
-    }
-  }
-  for (auto& p : failed) {
-    if (p.opts != nullptr) p.opts->ClearCancelCallback();
-    p.done(status);
-  }
-}
-
-void DataConnection::ReadLoop() {
-  absl::Status s;
-  while (true) {
-    // Wait for a response at most 100 ms at a time, so deadlines of calls
-    // that started while this thread was waiting are enforced too.
-    auto readable = stream_->WaitReadable(100);
-    if (!readable.ok()) {
-      s = readable.status();
-      break;
-    }
-    if (!*readable) {
-      std::vector<uint64_t> expired;
-      const int64_t now = NowMs();
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        if (!any_deadline_) continue;
-        for (auto& [id, e] : pending_) {
-          if (e.armed && e.deadline_ms > 0 && now >= e.deadline_ms) expired.push_back(id);
-        }
-      }
-      for (uint64_t id : expired) {
-        Cancel(id,
-               absl::DeadlineExceededError(absl::StrCat(who_, ": RecvTensor deadline exceeded")));
-      }
-      continue;
-    }
-    s = ReadOne();
-    if (!s.ok()) break;
-  }
-  FailAll(AnnotatePeerStatus(absl::StatusCode::kUnavailable,
-                             absl::StrCat("data channel: ", s.message()), who_));
-}
-
-absl::Status DataConnection::ReadOne() {
-  ResponseHeader h;
-  absl::Status s = stream_->ReadFull(reinterpret_cast<char*>(&h), sizeof(h));
-  if (!s.ok()) return s;
-  if (h.magic != kResponseMagic || h.ndims > kMaxDims || h.message_bytes > kMaxMessageBytes) {
-    return absl::DataLossError("malformed response header");
-  }
-  std::vector<int64_t> dims(h.ndims);
-  std::string message(h.message_bytes, '\0');
-  if (!(s = stream_->ReadFull(reinterpret_cast<char*>(dims.data()), dims.size() * 8)).ok())
-    return s;
-  if (!(s = stream_->ReadFull(message.data(), message.size())).ok()) return s;
-  bool wanted;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    wanted = pending_.count(h.id) > 0;
-  }
-  absl::Status status;
-  RecvTensorResult got;
-  if (h.code != 0) {
-    status = AnnotatePeerStatus(static_cast<absl::StatusCode>(h.code), message, who_);
-  } else if (h.flags & kDeadPayload) {
-    got.is_dead = true;
-  } else if (h.payload_bytes > static_cast<uint64_t>(options_.max_tensor_bytes)) {
-    status = AnnotatePeerStatus(
-        absl::StatusCode::kResourceExhausted,
-        absl::StrCat("RecvTensor of ", h.payload_bytes, " bytes exceeds the data channel limit of ",
-                     options_.max_tensor_bytes, " bytes (max_recv_tensor_bytes)"),
-        who_);
-  } else if (h.flags & kProtoPayload) {
-    // Grown as the bytes arrive: a header that lies about its size costs
-    // only what the peer really sends.
-    std::string buf;
-    for (uint64_t left = h.payload_bytes; left > 0;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, uint64_t{1} << 20));
-      const size_t at = buf.size();
-      buf.resize(at + n);
-      if (!(s = stream_->ReadFull(buf.data() + at, n)).ok()) return s;
-      left -= n;
-    }
-    h.payload_bytes = 0;
-    tensorflow::TensorProto p;
-    if (!p.ParseFromString(buf)) {
-      status = absl::DataLossError(absl::StrCat(who_, ": bad tensor in RecvTensor response"));
-    } else if (auto t = Tensor::FromProto(p); t.ok()) {
-      got.tensor = std::move(*t);
-    } else {
-      status = AnnotatePeerStatus(t.status().code(), std::string(t.status().message()), who_);
-    }
-  } else {
-    DataType dtype = static_cast<DataType>(h.dtype);
-    uint64_t bytes = DataTypeSupported(dtype) ? static_cast<uint64_t>(DataTypeSize(dtype)) : 0;
-    bool ok = bytes > 0;
-    for (int64_t d : dims) {
-      if (!ok) break;
-      if (d < 0 || (d > 0 && bytes > std::numeric_limits<uint64_t>::max() / d))
-        ok = false;
-      else
-        bytes *= static_cast<uint64_t>(d);
-    }
-    if (!ok || bytes != h.payload_bytes) {
-      status = absl::DataLossError(absl::StrCat(who_, ": RecvTensor header (dtype ", h.dtype,
-                                                ") does not match its ", h.payload_bytes,
-                                                " payload bytes"));
-    } else if (wanted) {
-      auto t = AllocateReceiveTensor(dtype, TensorShape(absl::Span<const int64_t>(dims)), bytes);
-      if (t.ok()) {
-        got.tensor = std::move(*t);
-        if (!(s = stream_->ReadFull(got.tensor.raw_data(), bytes)).ok()) return s;
-        h.payload_bytes = 0;
-      } else {
-        status = AnnotatePeerStatus(t.status().code(), std::string(t.status().message()), who_);
-      }
-    }
-  }
-  if (h.payload_bytes > 0 && !(s = Drain(stream_.get(), h.payload_bytes)).ok()) return s;
-  Pending p;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = pending_.find(h.id);
-    if (it == pending_.end() || !it->second.armed) return absl::OkStatus();  // cancelled
-    p = std::move(it->second);
-    pending_.erase(it);
-  }
-  if (p.opts != nullptr) p.opts->ClearCancelCallback();
-  if (status.ok()) *p.result = std::move(got);
-  p.done(status);
-  return absl::OkStatus();
 }
 
 }  // namespace distributed

@@ -27,6 +27,22 @@
 // as FromGrpcStatus does; a connection that breaks (peer died) fails every
 // call on it with Unavailable naming the peer, at once.
 //
+// Same-host reads. Peers on one machine skip the socket for large payloads:
+// right after the handshake the client asks (kHello) for the server's pid
+// and the address of a random nonce in the server's memory, reads the
+// nonce there with process_vm_readv (Linux cross-memory attach) and, when
+// it matches, turns the reads on (kSameHost). From then on a fixed-size
+// payload of at least same_host_min_bytes is answered with its address
+// instead of its bytes: the client copies it straight from the server's
+// tensor into its own (one copy, done by the receiver alone, no socket
+// buffers), then tells the server to let go of it (kRelease). The server
+// holds the tensor until then, and a stopping server waits (up to 2 s) for
+// its clients' reads. A peer on another host, in another pid namespace,
+// without the permission to read (ptrace rules), or with the reads turned
+// off fails the probe and gets every byte over the socket as before; so
+// does every string, dead or error response. The reads start only after
+// the TLS and token handshakes, so a stranger never gets there.
+//
 // No gRPC here: plain POSIX sockets, so tests can fork a peer and kill it.
 #ifndef GRAPHRUN_DISTRIBUTED_RPC_DATA_CHANNEL_H_
 #define GRAPHRUN_DISTRIBUTED_RPC_DATA_CHANNEL_H_
@@ -73,6 +89,15 @@ struct DataChannelOptions {
   // thread that completes the RecvTensor (usually the sender's executor
   // thread: lowest latency); larger ones by the connection's writer thread.
   int64_t inline_write_bytes = int64_t{256} << 10;
+  // Same-host reads (above): offered by a server, tried by a client. Off
+  // on either side: every payload goes over the socket.
+  bool same_host_reads = SameHostReadsDefault();
+  // Smaller payloads go over the socket anyway (one message is cheaper).
+  int64_t same_host_min_bytes = int64_t{64} << 10;
+
+  // True unless the environment says GRAPHRUN_SAME_HOST_READS=0 (or
+  // false/off/no): how benchmarks and users compare the transports.
+  static bool SameHostReadsDefault();
 };
 
 // Prefixes `message` with `who` the way FromGrpcStatus does: always for
@@ -100,6 +125,9 @@ class DataChannelServer {
   int64_t num_requests() const { return num_requests_.load(); }
   // Connections dropped because the peer failed the TLS or token handshake.
   int64_t num_refused() const { return num_refused_.load(); }
+  // Payloads served as same-host reads, and those a client still reads.
+  int64_t num_same_host_reads() const { return num_same_host_reads_.load(); }
+  int64_t num_held() const { return num_held_.load(); }
 
  private:
   class Conn;
@@ -115,6 +143,8 @@ class DataChannelServer {
   std::thread accept_thread_;
   std::atomic<int64_t> num_requests_{0};
   std::atomic<int64_t> num_refused_{0};
+  std::atomic<int64_t> num_same_host_reads_{0};
+  std::atomic<int64_t> num_held_{0};
   std::shared_ptr<TlsContext> tls_;  // null: plaintext
   std::mutex mu_;
   bool stopped_ = false;
@@ -142,6 +172,10 @@ class DataConnection {
                        RecvTensorResult* result, StatusCallback done);
   // True once the connection failed; every later call fails at once.
   bool broken() const { return broken_.load(); }
+  // Whether the server's payloads are read from its memory (same host).
+  bool same_host() const { return peer_pid_ > 0; }
+  // Payloads read from the server's memory so far.
+  int64_t num_same_host_reads() const { return num_same_host_reads_.load(); }
   // Fails pending calls with Unavailable and closes the socket.
   void Close();
 
@@ -161,9 +195,12 @@ class DataConnection {
       : fd_(fd), stream_(std::move(stream)), who_(std::move(who)), options_(options) {}
   void ReadLoop();
   absl::Status ReadOne();
+  absl::Status TooLarge(uint64_t bytes) const;  // ResourceExhausted naming the limit
   void Cancel(uint64_t id, absl::Status status);
   void FailAll(const absl::Status& status);
   absl::Status WriteRequest(uint32_t type, uint64_t id, int64_t step_id, const std::string& key);
+  // Asks for same-host reads and probes them; peer_pid_ once they work.
+  absl::Status NegotiateSameHost();
 
   const int fd_;
   const std::unique_ptr<ByteStream> stream_;
@@ -171,6 +208,8 @@ class DataConnection {
   const DataChannelOptions options_;
   std::thread reader_;
   std::atomic<bool> broken_{false};
+  int peer_pid_ = 0;  // same-host reads: the server's pid; 0 = off
+  std::atomic<int64_t> num_same_host_reads_{0};
   std::mutex write_mu_;
   std::mutex mu_;
   uint64_t next_id_ = 1;

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "distributed/rpc/data_channel_testlib.h"
 #include "gmock/gmock.h"
@@ -80,7 +81,10 @@ DataChannelOptions SecureOptions(Security sec) {
   return o;
 }
 
-class DataChannelTest : public ::testing::TestWithParam<Security> {
+// Each case runs with same-host reads on (payloads of 64 KiB and more are
+// read from the server's memory; the server and client share this
+// process) and off (every byte over the socket).
+class DataChannelTest : public ::testing::TestWithParam<std::tuple<Security, bool>> {
  protected:
   void SetUp() override {
     worker_.Add("small", RandomBytes(1024, 1));
@@ -94,7 +98,19 @@ class DataChannelTest : public ::testing::TestWithParam<Security> {
     ASSERT_TRUE(c.ok()) << c.status();
     conn_ = *c;
   }
-  DataChannelOptions Options() const { return SecureOptions(GetParam()); }
+  DataChannelOptions Options() const {
+    DataChannelOptions o = SecureOptions(std::get<0>(GetParam()));
+    o.same_host_reads = same_host();
+    return o;
+  }
+  bool same_host() const { return std::get<1>(GetParam()); }
+  // The server lets go of what the client read (the release is async).
+  bool AllReleased() const {
+    for (int i = 0; i < 500 && server_->num_held() > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return server_->num_held() == 0;
+  }
 
   test::FakeRecvWorker worker_;
   std::unique_ptr<DataChannelServer> server_;
@@ -122,6 +138,11 @@ TEST_P(DataChannelTest, SmallAndLargeTensorsAreBitExact) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(r.tensor.raw_data()) % TensorBuffer::kAlignment, 0u);
   }
   EXPECT_EQ(server_->num_requests(), 4);
+  // Only the 64 MiB tensor is big enough to be read from the server.
+  EXPECT_EQ(conn_->same_host(), same_host());
+  EXPECT_EQ(conn_->num_same_host_reads(), same_host() ? 1 : 0);
+  EXPECT_EQ(server_->num_same_host_reads(), same_host() ? 1 : 0);
+  EXPECT_TRUE(AllReleased());
 }
 
 TEST_P(DataChannelTest, ConcurrentCallsShareTheConnection) {
@@ -146,6 +167,9 @@ TEST_P(DataChannelTest, ConcurrentCallsShareTheConnection) {
     ASSERT_TRUE(statuses[i].ok()) << statuses[i];
     EXPECT_EQ(results[i].tensor.TotalBytes(), i % 8 == 0 ? int64_t{64} << 20 : 1024);
   }
+  EXPECT_EQ(conn_->num_same_host_reads(), same_host() ? kCalls / 8 : 0);
+  l.unlock();
+  EXPECT_TRUE(AllReleased());
 }
 
 TEST_P(DataChannelTest, DeadTensorAndServingErrorsTravelAsOnGrpc) {
@@ -214,6 +238,8 @@ TEST_P(DataChannelTest, OversizedTensorIsResourceExhaustedAndDrained) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("max_recv_tensor_bytes"));
   ASSERT_TRUE(Recv(**c, "t:small", &r).ok());
   EXPECT_EQ(r.tensor.TotalBytes(), 1024);
+  EXPECT_EQ((*c)->num_same_host_reads(), 0);
+  EXPECT_TRUE(AllReleased());  // refused unread, released all the same
 }
 
 TEST_P(DataChannelTest, ServerStopIsUnavailableNamingThePeer) {
@@ -262,19 +288,26 @@ TEST_P(DataChannelTest, ConnectRefusedIsUnavailableNamingThePeer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Security, DataChannelTest,
-                         ::testing::Values(Security::kPlain, Security::kToken, Security::kTls,
-                                           Security::kTlsAndToken),
-                         [](const ::testing::TestParamInfo<Security>& info) {
-                           switch (info.param) {
+                         ::testing::Combine(::testing::Values(Security::kPlain, Security::kToken,
+                                                              Security::kTls,
+                                                              Security::kTlsAndToken),
+                                            ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<Security, bool>>& info) {
+                           std::string name;
+                           switch (std::get<0>(info.param)) {
                              case Security::kPlain:
-                               return "Plain";
+                               name = "Plain";
+                               break;
                              case Security::kToken:
-                               return "Token";
+                               name = "Token";
+                               break;
                              case Security::kTls:
-                               return "Tls";
+                               name = "Tls";
+                               break;
                              default:
-                               return "TlsAndToken";
+                               name = "TlsAndToken";
                            }
+                           return name + (std::get<1>(info.param) ? "SameHost" : "Socket");
                          });
 
 // The serving side of the refusal tests: one server, the cluster's own
@@ -453,6 +486,90 @@ TEST(DataChannelKillTest, KilledPeerIsUnavailableWithinDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(2));
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr(kWho));
+}
+
+// A forked server process: its tensors (4 MiB random "t:big", seed 3),
+// with same-host reads offered or not. Killed with SIGKILL at the end.
+class PeerProcess {
+ public:
+  explicit PeerProcess(bool same_host_reads) {
+    int pipefd[2];
+    if (pipe(pipefd) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(pipefd[0]);
+      test::FakeRecvWorker worker;
+      worker.Add("big", RandomBytes(int64_t{4} << 20, 3));
+      DataChannelOptions o;
+      o.same_host_reads = same_host_reads;
+      auto s = DataChannelServer::Start(&worker, "127.0.0.1", o);
+      int port = s.ok() ? (*s)->port() : 0;
+      if (write(pipefd[1], &port, sizeof(port)) != sizeof(port)) _exit(1);
+      sleep(60);  // killed long before
+      _exit(0);
+    }
+    close(pipefd[1]);
+    if (read(pipefd[0], &port_, sizeof(port_)) != static_cast<ssize_t>(sizeof(port_))) port_ = 0;
+    close(pipefd[0]);
+  }
+  ~PeerProcess() { Kill(); }
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+  }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = 0;
+  int port_ = 0;
+};
+
+TEST(SameHostReadsTest, ATensorOfAnotherProcessIsReadFromItsMemory) {
+  PeerProcess peer(/*same_host_reads=*/true);
+  ASSERT_GT(peer.port(), 0);
+  auto c = DataConnection::Connect("127.0.0.1", peer.port(), kWho, DataChannelOptions());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE((*c)->same_host());
+  const Tensor want = RandomBytes(int64_t{4} << 20, 3);
+  for (int i = 0; i < 3; ++i) {
+    RecvTensorResult r;
+    ASSERT_TRUE(Recv(**c, "t:big", &r).ok());
+    EXPECT_TRUE(SameBytes(r.tensor, want));
+  }
+  EXPECT_EQ((*c)->num_same_host_reads(), 3);
+  // The peer dies: the next read is Unavailable naming it, not stale bytes.
+  peer.Kill();
+  RecvTensorResult r;
+  absl::Status s = Recv(**c, "t:big", &r);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(kWho));
+  EXPECT_FALSE(r.tensor.IsInitialized());
+}
+
+TEST(SameHostReadsTest, OffOnEitherSideKeepsEveryByteOnTheSocket) {
+  const Tensor want = RandomBytes(int64_t{4} << 20, 3);
+  for (bool server_on : {false, true}) {
+    PeerProcess peer(server_on);
+    ASSERT_GT(peer.port(), 0);
+    DataChannelOptions o;
+    o.same_host_reads = !server_on;
+    auto c = DataConnection::Connect("127.0.0.1", peer.port(), kWho, o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_FALSE((*c)->same_host()) << server_on;
+    RecvTensorResult r;
+    ASSERT_TRUE(Recv(**c, "t:big", &r).ok());
+    EXPECT_TRUE(SameBytes(r.tensor, want));
+    EXPECT_EQ((*c)->num_same_host_reads(), 0);
+  }
+  // The environment turns them off for every channel of the process.
+  setenv("GRAPHRUN_SAME_HOST_READS", "0", 1);
+  EXPECT_FALSE(DataChannelOptions().same_host_reads);
+  setenv("GRAPHRUN_SAME_HOST_READS", "1", 1);
+  EXPECT_TRUE(DataChannelOptions().same_host_reads);
+  unsetenv("GRAPHRUN_SAME_HOST_READS");
+  EXPECT_TRUE(DataChannelOptions().same_host_reads);
 }
 
 }  // namespace

@@ -6,12 +6,15 @@
 # and raw single-stream loopback TCP at the same message size, measured in
 # the same run, REPS times interleaved; medians. One line per case:
 #
-#   allreduce bytes=<n> procs=<p> transport=tcp graphrun_busbw=<GB/s>
+#   allreduce bytes=<n> procs=<p> transport=<shm|tcp> graphrun_busbw=<GB/s>
 #       gloo_busbw=<GB/s> tcp_GBps=<GB/s> graphrun_us=<t> gloo_us=<t>
 #
 # busbw = bytes / time * 2(p-1)/p, as nccl-tests define it. graphrun's
-# tasks exchange over loopback TCP (the data channel); there is no
-# shared-memory transport between processes yet.
+# tasks exchange through their data channels: transport=shm with same-host
+# reads (payloads of 64 KiB and more copied straight from the peer's
+# memory, docs/distributed.md), transport=tcp with every byte over loopback
+# TCP (GRAPHRUN_SAME_HOST_READS=0), as between hosts. Both are measured in
+# the same run, interleaved with gloo and raw TCP.
 #
 # usage: tests/bench/allreduce_bench.sh [REPS=3]
 set -euo pipefail
@@ -31,17 +34,22 @@ iters_for() { if (($1 >= 67108864)); then echo 10; elif (($1 >= 1048576)); then 
 
 for bytes in 1024 1048576 67108864; do
   for procs in 2 4; do
-    gu= gb= tu= tb= tcp=
+    su= sb= gu= gb= tu= tb= tcp=
     it=$(iters_for "$bytes")
     for rep in $(seq "$REPS"); do
-      g=$("$B" --procs="$procs" --bytes="$bytes" --iters="$it")
+      g=$(GRAPHRUN_SAME_HOST_READS=1 "$B" --procs="$procs" --bytes="$bytes" --iters="$it")
+      su+="$(echo "$g" | field us) "; sb+="$(echo "$g" | field busbw) "
+      g=$(GRAPHRUN_SAME_HOST_READS=0 "$B" --procs="$procs" --bytes="$bytes" --iters="$it")
       gu+="$(echo "$g" | field us) "; gb+="$(echo "$g" | field busbw) "
       t=$(/usr/bin/python3 tests/bench/torch_allreduce.py "$procs" "$bytes" "$it" 2>/dev/null)
       tu+="$(echo "$t" | field us) "; tb+="$(echo "$t" | field busbw) "
       tcp+="$("$B" --tcp --bytes="$bytes" --iters=$((it < 50 ? it : 50)) | field GBps) "
     done
     m() { echo "$1" | tr ' ' '\n' | grep . | median; }
-    echo "allreduce bytes=$bytes procs=$procs transport=tcp graphrun_busbw=$(m "$gb")" \
-         "gloo_busbw=$(m "$tb") tcp_GBps=$(m "$tcp") graphrun_us=$(m "$gu") gloo_us=$(m "$tu")"
+    for transport in shm tcp; do
+      if [[ $transport == shm ]]; then us=$su bw=$sb; else us=$gu bw=$gb; fi
+      echo "allreduce bytes=$bytes procs=$procs transport=$transport graphrun_busbw=$(m "$bw")" \
+           "gloo_busbw=$(m "$tb") tcp_GBps=$(m "$tcp") graphrun_us=$(m "$us") gloo_us=$(m "$tu")"
+    done
   done
 done

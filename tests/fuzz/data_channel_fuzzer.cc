@@ -4,20 +4,26 @@
 //           request and cancel frames, keys, ids, sizes;
 //   mode 1  the same to a server that requires the cluster token: the
 //           token handshake (proofs, lengths) before any frame;
-//   mode 2  a server's bytes to a DataConnection: the hello, then, once the
-//           client has sent its three RecvTensor requests (ids 1..3),
-//           response frames (headers, dims, messages, payloads that lie).
+//   mode 2  a server's bytes to a DataConnection: the token hello, the
+//           reply to the same-host probe, then, once the client has sent
+//           its three RecvTensor requests (ids 1..3), response frames
+//           (headers, dims, messages, payloads that lie);
+//   mode 3  the same, but the probe gets a genuine reply (this process's
+//           pid and a nonce), so the client reads payloads from "the
+//           server's memory": responses may name any address.
 // Every call must end with a Status (the client's within its 500 ms
 // deadline), every connection must end, and memory must stay bounded: no
 // crash, hang or sanitizer report. The server serves
 // test::FakeRecvWorker ("t:f" float[2,3], "t:s" strings, "dead", "stale",
 // "hang").
 //
-// Input: [1 byte: mode % 3][the peer's bytes]. In mode 2 the first 48
-// bytes are the hello, the rest is written after the requests arrive.
+// Input: [1 byte: mode % 4][the peer's bytes]. In modes 2 and 3 the first
+// 48 bytes are the token hello; in mode 2 the next 40 answer the probe;
+// the rest is written after the requests arrive.
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,7 +48,9 @@ namespace distributed {
 namespace {
 
 constexpr size_t kHelloBytes = 48;
-constexpr int kBoundMs = 5000;  // any wait longer than this is a finding
+constexpr size_t kProbeBytes = 32;       // the client's same-host probe request
+constexpr size_t kProbeReplyBytes = 40;  // mode 2: a reply header from the input
+constexpr int kBoundMs = 5000;           // any wait longer than this is a finding
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -135,19 +143,50 @@ void FuzzServer(int port, const uint8_t* data, size_t size) {
   close(fd);
 }
 
-// Mode 2: a DataConnection reads our hello and our responses.
-void FuzzClient(Servers& s, const uint8_t* data, size_t size) {
+// A genuine reply to the same-host probe (data_channel.cc's frames): this
+// process's pid and a nonce the client can read here.
+std::string GenuineProbeReply() {
+  static const char nonce[16] = "graphrun-fuzz!!";
+  struct {
+    uint32_t magic = 0x50445247, flags = 8;
+    uint64_t id = 0;
+    int32_t code = 0, dtype = 0;
+    uint32_t ndims = 0, message_bytes = 0;
+    uint64_t payload_bytes = 32;
+    int64_t pid;
+    uint64_t address;
+    char nonce[16];
+  } r;
+  static_assert(sizeof(r) == 72, "reply layout");
+  r.pid = getpid();
+  r.address = reinterpret_cast<uintptr_t>(nonce);
+  std::memcpy(r.nonce, nonce, sizeof(nonce));
+  return std::string(reinterpret_cast<const char*>(&r), sizeof(r));
+}
+
+// Modes 2 and 3: a DataConnection reads our hello, our probe reply and our
+// responses.
+void FuzzClient(Servers& s, const uint8_t* data, size_t size, bool same_host) {
   const size_t hello = std::min(size, kHelloBytes);
+  const size_t reply = same_host ? 0 : std::min(size - hello, kProbeReplyBytes);
   std::thread peer([&] {
     pollfd p{s.listen_fd, POLLIN, 0};
     if (poll(&p, 1, kBoundMs) <= 0) return;  // Connect failed before connecting
     int fd = accept4(s.listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return;
     WriteAll(fd, data, hello);
-    // Three requests: 32-byte headers and keys "k0".."k2". Answering early
-    // is also fine; the client may have refused the hello and hung up.
-    ReadUntil(fd, NowMs() + 100, 3 * (32 + 2));
-    WriteAll(fd, data + hello, size - hello);
+    ReadUntil(fd, NowMs() + 100, kProbeBytes);
+    if (same_host) {
+      const std::string r = GenuineProbeReply();
+      WriteAll(fd, reinterpret_cast<const uint8_t*>(r.data()), r.size());
+    } else {
+      WriteAll(fd, data + hello, reply);
+    }
+    // Three requests: 32-byte headers and keys "k0".."k2" (after the
+    // 32-byte "same host" frame in mode 3). Answering early is also fine;
+    // the client may have refused the hello and hung up.
+    ReadUntil(fd, NowMs() + 100, 3 * (32 + 2) + (same_host ? 32 : 0));
+    WriteAll(fd, data + hello + reply, size - hello - reply);
     shutdown(fd, SHUT_WR);
     if (!ReadUntil(fd, NowMs() + kBoundMs)) Hang("a client connection");
     close(fd);
@@ -201,15 +240,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return new Servers();
   }();
   if (size < 1 || size > (1 << 16)) return 0;
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0:
       FuzzServer(servers->plain->port(), data + 1, size - 1);
       break;
     case 1:
       FuzzServer(servers->token->port(), data + 1, size - 1);
       break;
+    case 2:
+      FuzzClient(*servers, data + 1, size - 1, /*same_host=*/false);
+      break;
     default:
-      FuzzClient(*servers, data + 1, size - 1);
+      FuzzClient(*servers, data + 1, size - 1, /*same_host=*/true);
       break;
   }
   return 0;
