@@ -224,26 +224,28 @@ void RemoteCollectives::Start(std::shared_ptr<RunState> st) {
 }
 
 void RemoteCollectives::StartReduce(std::shared_ptr<RunState> st) {
-  st->buffer = st->input.DeepCopy();
   st->elem = DataTypeSize(st->args.dtype);
-  const int64_t count = st->buffer.NumElements();
+  const int64_t count = st->input.NumElements();
   const int64_t bytes = count * st->elem;
-  if (st->n == 1) {
-    collective_math::Finish(st->args.dtype, st->args.final_op, st->buffer.raw_data(), count, 1);
-    Finish(st, absl::OkStatus());
-    return;
-  }
   const bool pow2 = (st->n & (st->n - 1)) == 0;
   const std::string& hint = st->args.communication_hint;
   const bool doubling =
       pow2 && (hint == "recursive_doubling" || (hint != "ring" && bytes <= kSmallBytes));
-  if (doubling) {
-    DoublingStep(st, 0);
+  if (st->n == 1 || doubling) {
+    st->buffer = st->input.DeepCopy();
+    if (st->n == 1) {
+      collective_math::Finish(st->args.dtype, st->args.final_op, st->buffer.raw_data(), count, 1);
+      Finish(st, absl::OkStatus());
+    } else {
+      DoublingStep(st, 0);
+    }
     return;
   }
-  // The all-gather's output, apart from the reduce-scatter's buffer.
-  st->output = Tensor(st->args.dtype, st->buffer.shape());
-  st->flat_buffer = *st->buffer.Reshaped(TensorShape({count}));
+  // The ring builds the result in `output`, never copying the input: the
+  // reduce-scatter writes output = input (op) received, chunk by chunk,
+  // and the all-gather fills in the other members' final chunks.
+  st->output = Tensor(st->args.dtype, st->input.shape());
+  st->flat_buffer = *st->input.Reshaped(TensorShape({count}));
   st->flat_output = *st->output.Reshaped(TensorShape({count}));
   // Segments: up to 4 independent rings of >= 1 MiB each.
   const int64_t segs = std::clamp<int64_t>(bytes >> 20, 1, 4);
@@ -267,9 +269,7 @@ void RemoteCollectives::RingStep(std::shared_ptr<RunState> st, int segment, int 
       // This member's chunk is complete: finish it, then all-gather.
       auto [b, e] = st->Chunk(segment, Mod(r + 1, n));
       collective_math::Finish(st->args.dtype, st->args.final_op,
-                              st->buffer.raw_data() + b * st->elem, e - b, n);
-      std::memcpy(st->output.raw_data() + b * st->elem, st->buffer.raw_data() + b * st->elem,
-                  static_cast<size_t>((e - b) * st->elem));
+                              st->output.raw_data() + b * st->elem, e - b, n);
       RingStep(st, segment, 1, 0);
     } else {
       SegmentDone(st);
@@ -281,11 +281,15 @@ void RemoteCollectives::RingStep(std::shared_ptr<RunState> st, int segment, int 
   auto key = [&](int from) {
     return absl::StrCat(st->prefix, "s", segment, phase == 0 ? "rs" : "ag", t, ";", from);
   };
-  // No copy: a chunk sent in the reduce-scatter is never merged into
-  // again, and the all-gather writes the separate output, whose chunks
-  // are final once written.
+  // No copy. The reduce-scatter sends the input's own chunk first, then
+  // the partial sums it wrote into the output; the all-gather sends final
+  // chunks. A partial sum of chunk c is overwritten only when the final
+  // chunk c arrives in the all-gather, and chunk c can be final only
+  // after the next member merged that partial sum (it is on c's chain):
+  // so no piece changes while a peer may still read it. The input's
+  // chunk likewise is read before this member's run can end.
   auto [sb, se] = st->Chunk(segment, send);
-  Put(key(r), (phase == 0 ? st->flat_buffer : st->flat_output).Slice(sb, se));
+  Put(key(r), (phase == 0 && t == 0 ? st->flat_buffer : st->flat_output).Slice(sb, se));
   const int prev = Mod(r - 1, n);
   Fetch(st, prev, key(prev), [this, st, segment, phase, t, recv](absl::StatusOr<Tensor> v) {
     if (!v.ok()) {
@@ -302,9 +306,11 @@ void RemoteCollectives::RingStep(std::shared_ptr<RunState> st, int segment, int 
                  "the dtype or shape)")));
       return;
     }
-    char* dst = (phase == 0 ? st->buffer : st->output).raw_data() + b * st->elem;
+    char* dst = st->output.raw_data() + b * st->elem;
     if (phase == 0) {
-      collective_math::Merge(st->args.dtype, st->args.merge_op, dst, v->raw_data(), e - b);
+      // Each chunk is merged once per member: output = input (op) received.
+      collective_math::MergeInto(st->args.dtype, st->args.merge_op, dst,
+                                 st->input.raw_data() + b * st->elem, v->raw_data(), e - b);
     } else {
       std::memcpy(dst, v->raw_data(), static_cast<size_t>((e - b) * st->elem));
     }

@@ -41,9 +41,9 @@ struct RemoteCollectives::RunState {
   int rank = 0, n = 0;
   int64_t run = 0;
   std::string prefix;               // "collective;buf;G;I;RUN;"
-  Tensor buffer;                    // the result being built (ring: the reduce-scatter's)
-  Tensor output;                    // ring: the all-gather's result
-  Tensor flat_buffer, flat_output;  // 1-D views of both
+  Tensor buffer;                    // doubling: the result being built
+  Tensor output;                    // ring: the result being built
+  Tensor flat_buffer, flat_output;  // ring: 1-D views of the input and the output
   // Gather: every member's rows (rank order) and the pieces received.
   std::vector<int64_t> rows;
   std::vector<Tensor> pieces;

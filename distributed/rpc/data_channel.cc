@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -80,42 +79,14 @@ absl::Status Drain(ByteStream* stream, uint64_t n) {
   return absl::OkStatus();
 }
 
-// A fresh, zero-copy destination for `bytes` of payload. Large buffers
-// come straight from mmap, 2 MiB-aligned and marked for transparent huge
-// pages: receiving into them then takes a page fault per 2 MiB instead of
-// per 4 KiB, which on loopback is a large share of the cost.
+// A fresh destination for `bytes` of payload: Tensor::Allocate's, counted
+// in the memory budget like any tensor; big ones are recycled buffers or
+// huge-page backed (graph/tensor.cc), so receiving into them does not
+// fault per 4 KiB.
 absl::StatusOr<Tensor> AllocateReceiveTensor(DataType dtype, const TensorShape& shape,
                                              uint64_t bytes) {
-  constexpr uint64_t kHuge = uint64_t{2} << 20;
-  if (bytes < kHuge) return Tensor::Allocate(dtype, shape, "a received tensor: ");
-  // Counted in the process's memory budget like any tensor.
-  const int64_t counted = static_cast<int64_t>(bytes);
-  GR_RETURN_IF_ERROR(
-      memory_internal::Reserve(counted, /*checked=*/true,
-                               absl::StrCat("a received ", DataTypeString(dtype),
-                                            " tensor of shape ", shape.DebugString())));
-  const uint64_t len = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* raw =
-      mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) {
-    memory_internal::Release(counted);
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate ", bytes, " bytes for a received tensor"));
-  }
-  // Keep the 2 MiB-aligned part.
-  char* base = static_cast<char*>(raw);
-  char* aligned =
-      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(base) + kHuge - 1) / kHuge * kHuge);
-  if (aligned > base) munmap(base, aligned - base);
-  char* end = base + len + kHuge;
-  if (end > aligned + len) munmap(aligned + len, end - (aligned + len));
-  madvise(aligned, len, MADV_HUGEPAGE);
-  auto buffer =
-      std::make_shared<TensorBuffer>(aligned, static_cast<size_t>(bytes), [aligned, len, counted] {
-        munmap(aligned, len);
-        memory_internal::Release(counted);
-      });
-  return Tensor(dtype, shape, std::move(buffer), aligned);
+  (void)bytes;  // the shape's size, checked by the caller
+  return Tensor::Allocate(dtype, shape, "a received tensor: ");
 }
 
 void SetNoDelay(int fd) {

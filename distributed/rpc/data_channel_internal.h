@@ -75,10 +75,7 @@ absl::StatusOr<uint64_t> PayloadBytes(DataType dtype, const std::vector<int64_t>
 absl::Status ReadProcessMemory(int pid, char* dst, uint64_t remote, uint64_t bytes);
 absl::Status Errno(const std::string& what);
 absl::Status Drain(ByteStream* stream, uint64_t n);
-// A fresh, zero-copy destination for `bytes` of payload. Large buffers
-// come straight from mmap, 2 MiB-aligned and marked for transparent huge
-// pages: receiving into them then takes a page fault per 2 MiB instead of
-// per 4 KiB, which on loopback is a large share of the cost.
+// A fresh destination for `bytes` of payload (Tensor::Allocate's).
 absl::StatusOr<Tensor> AllocateReceiveTensor(DataType dtype, const TensorShape& shape,
                                              uint64_t bytes);
 void SetNoDelay(int fd);
