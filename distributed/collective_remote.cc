@@ -291,31 +291,41 @@ void RemoteCollectives::RingStep(std::shared_ptr<RunState> st, int segment, int 
   auto [sb, se] = st->Chunk(segment, send);
   Put(key(r), (phase == 0 && t == 0 ? st->flat_buffer : st->flat_output).Slice(sb, se));
   const int prev = Mod(r - 1, n);
-  Fetch(st, prev, key(prev), [this, st, segment, phase, t, recv](absl::StatusOr<Tensor> v) {
-    if (!v.ok()) {
-      Finish(st, v.status());
-      return;
-    }
-    auto [b, e] = st->Chunk(segment, recv);
-    if (v->dtype() != st->args.dtype || v->NumElements() != e - b) {
-      Finish(st,
-             absl::InvalidArgumentError(absl::StrCat(
-                 Describe(st->args), ": ", st->group->devices[Mod(st->rank - 1, st->n)], " sent ",
-                 v->DebugString(0), " where ", e - b, " ", DataTypeString(st->args.dtype),
-                 " were expected (members disagree on "
-                 "the dtype or shape)")));
-      return;
-    }
-    char* dst = st->output.raw_data() + b * st->elem;
-    if (phase == 0) {
-      // Each chunk is merged once per member: output = input (op) received.
-      collective_math::MergeInto(st->args.dtype, st->args.merge_op, dst,
-                                 st->input.raw_data() + b * st->elem, v->raw_data(), e - b);
-    } else {
-      std::memcpy(dst, v->raw_data(), static_cast<size_t>((e - b) * st->elem));
-    }
-    RingStep(st, segment, phase, t + 1);
-  });
+  // The all-gather's chunks may arrive straight in the output (a failed
+  // run's output is dropped, so a late write there is harmless).
+  Tensor into;
+  if (phase == 1) {
+    auto [rb, re] = st->Chunk(segment, recv);
+    into = st->flat_output.Slice(rb, re);
+  }
+  Fetch(
+      st, prev, key(prev),
+      [this, st, segment, phase, t, recv](absl::StatusOr<Tensor> v) {
+        if (!v.ok()) {
+          Finish(st, v.status());
+          return;
+        }
+        auto [b, e] = st->Chunk(segment, recv);
+        if (v->dtype() != st->args.dtype || v->NumElements() != e - b) {
+          Finish(st, absl::InvalidArgumentError(absl::StrCat(
+                         Describe(st->args), ": ", st->group->devices[Mod(st->rank - 1, st->n)],
+                         " sent ", v->DebugString(0), " where ", e - b, " ",
+                         DataTypeString(st->args.dtype),
+                         " were expected (members disagree on "
+                         "the dtype or shape)")));
+          return;
+        }
+        char* dst = st->output.raw_data() + b * st->elem;
+        if (phase == 0) {
+          // Each chunk is merged once per member: output = input (op) received.
+          collective_math::MergeInto(st->args.dtype, st->args.merge_op, dst,
+                                     st->input.raw_data() + b * st->elem, v->raw_data(), e - b);
+        } else if (v->raw_data() != dst) {
+          std::memcpy(dst, v->raw_data(), static_cast<size_t>((e - b) * st->elem));
+        }
+        RingStep(st, segment, phase, t + 1);
+      },
+      std::move(into));
 }
 
 void RemoteCollectives::DoublingStep(std::shared_ptr<RunState> st, int k) {
@@ -416,7 +426,7 @@ void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status
 }
 
 void RemoteCollectives::Fetch(std::shared_ptr<RunState> st, int rank, const std::string& key,
-                              std::function<void(absl::StatusOr<Tensor>)> cb) {
+                              std::function<void(absl::StatusOr<Tensor>)> cb, Tensor into) {
   const std::string device = st->group->devices[rank];
   const std::string task = TaskOfDevice(device);
   auto worker = workers_->GetWorker(task);
@@ -429,6 +439,7 @@ void RemoteCollectives::Fetch(std::shared_ptr<RunState> st, int rank, const std:
   auto req = std::make_shared<RecvTensorRequest>();
   auto res = std::make_shared<RecvTensorResult>();
   req->set_rendezvous_key(key);
+  res->destination = std::move(into);
   {
     std::lock_guard<std::mutex> l(st->mu);
     if (st->finished) return;

@@ -133,9 +133,10 @@ class RemoteCollectives final : public CollectiveExecutor {
   void WatchPeers(int64_t generation);
   // Publishes `value` under `key` in this task's table.
   void Put(const std::string& key, Tensor value);
-  // Fetches `key` from the task of `rank`'s device.
+  // Fetches `key` from the task of `rank`'s device; the transport may
+  // receive it straight into `into` (RecvTensorResult::destination).
   void Fetch(std::shared_ptr<RunState> st, int rank, const std::string& key,
-             std::function<void(absl::StatusOr<Tensor>)> cb);
+             std::function<void(absl::StatusOr<Tensor>)> cb, Tensor into = Tensor());
   void ServeJoin(const std::string& key, RecvTensorResult* out, StatusCallback done);
   // Gather and broadcast: agree at the leader on the sender / the rows of
   // each member, then exchange.

@@ -32,6 +32,14 @@ using StatusCallback = std::function<void(const absl::Status&)>;
 struct RecvTensorResult {
   Tensor tensor;
   bool is_dead = false;
+  // Optional, set by the caller: where the bytes may go. A transport that
+  // receives a fixed-size tensor of the same dtype and byte count may
+  // write it straight into this buffer; `tensor` then shares it (reshaped
+  // to the received shape). Others ignore it (the gRPC stream, calls in
+  // process): compare buffers before copying. A call that ended early
+  // (cancelled, timed out) may still be written into: pass only memory
+  // that is not reused after a failed call.
+  Tensor destination;
 };
 
 class WorkerInterface {

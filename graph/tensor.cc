@@ -142,9 +142,16 @@ absl::Status TensorBuffer::Allocate(bool checked, absl::string_view what) {
   // filling fresh memory faults once per 2 MiB instead of per 4 KiB (a
   // large share of the cost of receiving a big tensor).
   constexpr size_t kHuge = size_t{2} << 20;
-  const bool huge = alloc >= kHuge && alloc % 4096 == 0;
-  data_ = static_cast<char*>(std::aligned_alloc(huge ? kHuge : kAlignment, alloc));
-  if (data_ != nullptr && huge) madvise(data_, alloc, MADV_HUGEPAGE);
+  if (alloc >= kHuge) {
+    alloc = (alloc + 4095) / 4096 * 4096;  // whole pages (already so with the cache)
+    // posix_memalign: aligned_alloc wants a size that is a multiple of
+    // the alignment, and these are only whole pages.
+    void* p = nullptr;
+    data_ = posix_memalign(&p, kHuge, alloc) == 0 ? static_cast<char*>(p) : nullptr;
+    if (data_ != nullptr) madvise(data_, alloc, MADV_HUGEPAGE);
+  } else {
+    data_ = static_cast<char*>(std::aligned_alloc(kAlignment, alloc));
+  }
   if (data_ == nullptr) {
     memory_internal::Release(accounted_);
     accounted_ = 0;

@@ -306,10 +306,23 @@ absl::Status DataConnection::ReadOne() {
     return s;
   if (!(s = stream_->ReadFull(message.data(), message.size())).ok()) return s;
   bool wanted;
+  Tensor destination;  // the caller's, shared: alive even if the call ends meanwhile
   {
     std::lock_guard<std::mutex> l(mu_);
-    wanted = pending_.count(h.id) > 0;
+    auto it = pending_.find(h.id);
+    wanted = it != pending_.end();
+    if (wanted) destination = it->second.result->destination;
   }
+  // Where a fixed-size payload goes: the caller's destination when it
+  // fits exactly, else a fresh tensor.
+  auto allocate = [&](DataType dtype, uint64_t bytes) -> absl::StatusOr<Tensor> {
+    const TensorShape shape{absl::Span<const int64_t>(dims)};
+    if (destination.IsInitialized() && destination.dtype() == dtype &&
+        static_cast<uint64_t>(destination.TotalBytes()) == bytes) {
+      return destination.Reshaped(shape);
+    }
+    return AllocateReceiveTensor(dtype, shape, bytes);
+  };
   absl::Status status;
   RecvTensorResult got;
   if (h.code != 0) {
@@ -337,7 +350,7 @@ absl::Status DataConnection::ReadOne() {
     } else if (payload > static_cast<uint64_t>(options_.max_tensor_bytes)) {
       status = TooLarge(payload);
     } else if (wanted) {
-      auto t = AllocateReceiveTensor(dtype, TensorShape(absl::Span<const int64_t>(dims)), payload);
+      auto t = allocate(dtype, payload);
       if (t.ok()) {
         s = ReadProcessMemory(peer_pid_, t->raw_data(), address, payload);
         // Released before anything else: the server holds it until then.
@@ -382,7 +395,7 @@ absl::Status DataConnection::ReadOne() {
                                                 ") does not match its ", h.payload_bytes,
                                                 " payload bytes"));
     } else if (wanted) {
-      auto t = AllocateReceiveTensor(dtype, TensorShape(absl::Span<const int64_t>(dims)), bytes);
+      auto t = allocate(dtype, bytes);
       if (t.ok()) {
         got.tensor = std::move(*t);
         if (!(s = stream_->ReadFull(got.tensor.raw_data(), bytes)).ok()) return s;

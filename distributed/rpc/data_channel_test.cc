@@ -145,6 +145,35 @@ TEST_P(DataChannelTest, SmallAndLargeTensorsAreBitExact) {
   EXPECT_TRUE(AllReleased());
 }
 
+// RecvTensorResult::destination: bytes that fit go straight into the
+// caller's buffer (here the middle of a larger one); others do not touch it.
+TEST_P(DataChannelTest, ADestinationThatFitsReceivesTheBytes) {
+  for (const char* name : {"small", "big"}) {
+    const int64_t n = name == std::string("small") ? 1024 : int64_t{64} << 20;
+    Tensor whole(DT_UINT8, TensorShape({n + 8192}));
+    std::memset(whole.raw_data(), 0, whole.TotalBytes());
+    RecvTensorResult r;
+    r.destination = whole.Slice(4096, 4096 + n);
+    ASSERT_TRUE(Recv(*conn_, absl::StrCat("t:", name), &r).ok()) << name;
+    EXPECT_EQ(r.tensor.raw_data(), whole.raw_data() + 4096) << name;
+    EXPECT_TRUE(SameBytes(r.tensor, RandomBytes(n, name == std::string("small") ? 1 : 2)));
+    EXPECT_EQ(whole.raw_data()[4095], 0);
+    EXPECT_EQ(whole.raw_data()[4096 + n], 0);
+  }
+  // A destination of another size or dtype is left alone.
+  for (Tensor dest :
+       {Tensor(DT_UINT8, TensorShape({1000})), Tensor(DT_INT32, TensorShape({256}))}) {
+    std::memset(dest.raw_data(), 0, dest.TotalBytes());
+    RecvTensorResult r;
+    r.destination = dest;
+    ASSERT_TRUE(Recv(*conn_, "t:small", &r).ok());
+    EXPECT_NE(r.tensor.raw_data(), dest.raw_data());
+    EXPECT_EQ(r.tensor.TotalBytes(), 1024);
+    EXPECT_EQ(dest.raw_data()[0], 0);
+  }
+  EXPECT_TRUE(AllReleased());
+}
+
 TEST_P(DataChannelTest, ConcurrentCallsShareTheConnection) {
   constexpr int kCalls = 64;
   std::vector<RecvTensorResult> results(kCalls);
