@@ -73,56 +73,47 @@ inline bool Reducible(DataType dt) {
   return dt == DT_FLOAT || dt == DT_DOUBLE || dt == DT_INT32 || dt == DT_INT64;
 }
 
-// Merge of `n` elements of `dt` (REQUIRES: Reducible(dt)).
-inline void Merge(DataType dt, CollectiveMerge op, char* acc, const char* in, int64_t n) {
+// Calls fn(T{}) with the element type of `dt` (REQUIRES: Reducible(dt);
+// other types: nothing).
+template <typename Fn>
+void ForReducible(DataType dt, Fn&& fn) {
   switch (dt) {
     case DT_FLOAT:
-      return Merge(op, reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(in), n);
+      return fn(float{});
     case DT_DOUBLE:
-      return Merge(op, reinterpret_cast<double*>(acc), reinterpret_cast<const double*>(in), n);
+      return fn(double{});
     case DT_INT32:
-      return Merge(op, reinterpret_cast<int32_t*>(acc), reinterpret_cast<const int32_t*>(in), n);
+      return fn(int32_t{});
     case DT_INT64:
-      return Merge(op, reinterpret_cast<int64_t*>(acc), reinterpret_cast<const int64_t*>(in), n);
+      return fn(int64_t{});
     default:
       return;
   }
+}
+
+// Merge of `n` elements of `dt` (REQUIRES: Reducible(dt)).
+inline void Merge(DataType dt, CollectiveMerge op, char* acc, const char* in, int64_t n) {
+  ForReducible(dt, [&](auto tag) {
+    using T = decltype(tag);
+    Merge(op, reinterpret_cast<T*>(acc), reinterpret_cast<const T*>(in), n);
+  });
 }
 
 // out = a (op) b for `n` elements of `dt` (REQUIRES: Reducible(dt)).
 inline void MergeInto(DataType dt, CollectiveMerge op, char* out, const char* a, const char* b,
                       int64_t n) {
-  switch (dt) {
-    case DT_FLOAT:
-      return MergeInto(op, reinterpret_cast<float*>(out), reinterpret_cast<const float*>(a),
-                       reinterpret_cast<const float*>(b), n);
-    case DT_DOUBLE:
-      return MergeInto(op, reinterpret_cast<double*>(out), reinterpret_cast<const double*>(a),
-                       reinterpret_cast<const double*>(b), n);
-    case DT_INT32:
-      return MergeInto(op, reinterpret_cast<int32_t*>(out), reinterpret_cast<const int32_t*>(a),
-                       reinterpret_cast<const int32_t*>(b), n);
-    case DT_INT64:
-      return MergeInto(op, reinterpret_cast<int64_t*>(out), reinterpret_cast<const int64_t*>(a),
-                       reinterpret_cast<const int64_t*>(b), n);
-    default:
-      return;
-  }
+  ForReducible(dt, [&](auto tag) {
+    using T = decltype(tag);
+    MergeInto(op, reinterpret_cast<T*>(out), reinterpret_cast<const T*>(a),
+              reinterpret_cast<const T*>(b), n);
+  });
 }
 
 inline void Finish(DataType dt, CollectiveFinal op, char* acc, int64_t n, int group_size) {
-  switch (dt) {
-    case DT_FLOAT:
-      return Finish(op, reinterpret_cast<float*>(acc), n, group_size);
-    case DT_DOUBLE:
-      return Finish(op, reinterpret_cast<double*>(acc), n, group_size);
-    case DT_INT32:
-      return Finish(op, reinterpret_cast<int32_t*>(acc), n, group_size);
-    case DT_INT64:
-      return Finish(op, reinterpret_cast<int64_t*>(acc), n, group_size);
-    default:
-      return;
-  }
+  ForReducible(dt, [&](auto tag) {
+    using T = decltype(tag);
+    Finish(op, reinterpret_cast<T*>(acc), n, group_size);
+  });
 }
 
 }  // namespace collective_math

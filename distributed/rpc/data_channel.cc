@@ -79,16 +79,6 @@ absl::Status Drain(ByteStream* stream, uint64_t n) {
   return absl::OkStatus();
 }
 
-// A fresh destination for `bytes` of payload: Tensor::Allocate's, counted
-// in the memory budget like any tensor; big ones are recycled buffers or
-// huge-page backed (graph/tensor.cc), so receiving into them does not
-// fault per 4 KiB.
-absl::StatusOr<Tensor> AllocateReceiveTensor(DataType dtype, const TensorShape& shape,
-                                             uint64_t bytes) {
-  (void)bytes;  // the shape's size, checked by the caller
-  return Tensor::Allocate(dtype, shape, "a received tensor: ");
-}
-
 void SetNoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -279,11 +269,9 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
     h.flags = kHelloReply;
     HelloPayload p{};
     Response r;
-    if (server_->options_.same_host_reads && !hello_sent_) {
-      if (getrandom(nonce_.data(), nonce_.size(), 0) != static_cast<ssize_t>(nonce_.size())) {
-        for (size_t i = 0; i < nonce_.size(); ++i)
-          nonce_[i] = static_cast<char>(NowMs() >> (i % 8) ^ reinterpret_cast<uintptr_t>(this));
-      }
+    // Without randomness (no getrandom) the reads are not offered.
+    if (server_->options_.same_host_reads && !hello_sent_ &&
+        getrandom(nonce_.data(), nonce_.size(), 0) == static_cast<ssize_t>(nonce_.size())) {
       p.pid = getpid();
       p.nonce_address = reinterpret_cast<uintptr_t>(nonce_.data());
       p.nonce = nonce_;

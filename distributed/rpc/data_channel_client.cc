@@ -321,7 +321,7 @@ absl::Status DataConnection::ReadOne() {
         static_cast<uint64_t>(destination.TotalBytes()) == bytes) {
       return destination.Reshaped(shape);
     }
-    return AllocateReceiveTensor(dtype, shape, bytes);
+    return Tensor::Allocate(dtype, shape, "a received tensor: ");
   };
   absl::Status status;
   RecvTensorResult got;
@@ -351,21 +351,21 @@ absl::Status DataConnection::ReadOne() {
       status = TooLarge(payload);
     } else if (wanted) {
       auto t = allocate(dtype, payload);
-      if (t.ok()) {
-        s = ReadProcessMemory(peer_pid_, t->raw_data(), address, payload);
-        // Released before anything else: the server holds it until then.
-        absl::Status released = WriteRequest(kRelease, h.id, 0, "");
-        if (!s.ok()) return s;
-        if (!released.ok()) return released;
-        // Closed meanwhile: the server may have let go of the bytes mid-read.
-        if (broken_) return absl::UnavailableError("data channel closed");
-        num_same_host_reads_.fetch_add(1);
-        got.tensor = std::move(*t);
-      } else {
+      if (!t.ok()) {
         status = AnnotatePeerStatus(t.status().code(), std::string(t.status().message()), who_);
+      } else if ((s = ReadProcessMemory(peer_pid_, t->raw_data(), address, payload)).ok()) {
+        got.tensor = std::move(*t);
       }
     }
-    if (!got.tensor.IsInitialized()) GR_RETURN_IF_ERROR(WriteRequest(kRelease, h.id, 0, ""));
+    // Released in every case, read or not: the server holds it until then.
+    absl::Status released = WriteRequest(kRelease, h.id, 0, "");
+    if (!s.ok()) return s;
+    GR_RETURN_IF_ERROR(released);
+    if (got.tensor.IsInitialized()) {
+      // Closed meanwhile: the server may have let go of the bytes mid-read.
+      if (broken_) return absl::UnavailableError("data channel closed");
+      num_same_host_reads_.fetch_add(1);
+    }
   } else if (h.flags & kProtoPayload) {
     // Grown as the bytes arrive: a header that lies about its size costs
     // only what the peer really sends.

@@ -75,9 +75,6 @@ absl::StatusOr<uint64_t> PayloadBytes(DataType dtype, const std::vector<int64_t>
 absl::Status ReadProcessMemory(int pid, char* dst, uint64_t remote, uint64_t bytes);
 absl::Status Errno(const std::string& what);
 absl::Status Drain(ByteStream* stream, uint64_t n);
-// A fresh destination for `bytes` of payload (Tensor::Allocate's).
-absl::StatusOr<Tensor> AllocateReceiveTensor(DataType dtype, const TensorShape& shape,
-                                             uint64_t bytes);
 void SetNoDelay(int fd);
 absl::StatusOr<addrinfo*> Resolve(const std::string& host, int port, bool passive);
 
