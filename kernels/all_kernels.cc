@@ -24,6 +24,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterTrainingKernels(r);
   RegisterGradKernels(r);
   RegisterQueueKernels(r);
+  RegisterStackKernels(r);
   RegisterDynamicPartitionKernels(r);
   RegisterCollectiveKernels(r);
   RegisterInferenceKernels(r);

@@ -26,6 +26,7 @@ void RegisterConvKernels(KernelRegistry& r);        // conv_kernels.cc
 void RegisterTrainingKernels(KernelRegistry& r);    // training_kernels.cc
 void RegisterGradKernels(KernelRegistry& r);        // grad_kernels.cc
 void RegisterQueueKernels(KernelRegistry& r);       // queue_kernels.cc
+void RegisterStackKernels(KernelRegistry& r);       // stack_kernels.cc
 // dynamic_partition_kernels.cc: DynamicPartition, DynamicStitch.
 void RegisterDynamicPartitionKernels(KernelRegistry& r);
 void RegisterCollectiveKernels(KernelRegistry& r);  // collective_kernels.cc

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/train/grad_while.h"
 #include "client/train/ops_internal.h"
 
 namespace graphrun {
@@ -107,13 +108,16 @@ absl::Status NullInput(const char* what, size_t i) {
       absl::StrCat("gradients: ", what, "[", i, "] is a null Output (built in a failed scope?)"));
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
-                                                       const std::vector<Output>& ys,
-                                                       const std::vector<Output>& xs,
-                                                       const std::vector<Output>& grad_ys,
-                                                       const GradientOptions& options) {
+// The gradient traversal. `body_frame` null: a whole graph, where loops are
+// single nodes from their Exits to their Enters (grad_while.cc builds their
+// gradients). Non-null: the body of that loop, for its backprop loop; the
+// traversal stops at the xs (the body's inputs) and meets no control flow.
+absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
+                                                    const std::vector<Output>& ys,
+                                                    const std::vector<Output>& xs,
+                                                    const std::vector<Output>& grad_ys,
+                                                    const GradientOptions& options,
+                                                    const std::string* body_frame) {
   if (!scope.ok()) return scope.status();
   if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
     return absl::InvalidArgumentError(
@@ -130,45 +134,87 @@ absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
       options.registry != nullptr ? *options.registry : DefaultGradientRegistry();
   Graph* graph = scope.graph();
   const int n_ids = graph->num_node_ids();
+  const bool in_body = body_frame != nullptr;
+  // Loops, outside a body (a body meets none: see below).
+  loop_grad::Loops loops;
+  if (!in_body) loops = loop_grad::FindLoops(*graph);
+  auto loop_of = [&](const std::vector<int>& table, const Node* n) {
+    return n->id() < static_cast<int>(table.size()) ? table[n->id()] : -1;
+  };
+  for (const auto* v : {&xs, &ys}) {
+    for (const Output& o : *v) {
+      const int l = loop_of(loops.inside, o.node());
+      if (l < 0) continue;
+      return absl::UnimplementedError(absl::StrCat(
+          "gradients: '", o.node()->name(), "' (", v == &xs ? "an x" : "a y",
+          ") is inside the loop '", loops.loops[l].frame,
+          "': gradients are taken of whole loops, from their exits to their entries"));
+    }
+  }
+  // A loop's successors are its Exits (forward) and its predecessors its
+  // Enters (backward); what is between them belongs to its gradient.
+  auto enters_of = [&](int l) {
+    std::vector<Node*> all = loops.loops[l].enters;
+    all.insert(all.end(), loops.loops[l].invariants.begin(), loops.loops[l].invariants.end());
+    return all;
+  };
 
   // Nodes reachable forward from xs along trainable edges.
   std::vector<bool> forward(n_ids, false), is_x(n_ids, false);
   std::deque<Node*> queue;
+  auto reach = [&](Node* dst) {
+    if (forward[dst->id()]) return;
+    forward[dst->id()] = true;
+    queue.push_back(dst);
+  };
   for (const Output& x : xs) {
     is_x[x.node()->id()] = true;
     if (!Trainable(x.type())) continue;
     for (const Edge* e : x.node()->out_edges()) {
-      if (e->IsControlEdge() || e->src_output != x.index() || forward[e->dst->id()]) continue;
-      forward[e->dst->id()] = true;
-      queue.push_back(e->dst);
+      if (e->IsControlEdge() || e->src_output != x.index()) continue;
+      reach(e->dst);
     }
   }
   while (!queue.empty()) {
     Node* n = queue.front();
     queue.pop_front();
+    if (const int l = loop_of(loops.enter_of, n); l >= 0) {
+      for (const auto& exits : loops.loops[l].exits) {
+        for (Node* x : exits) reach(x);
+      }
+      continue;
+    }
     for (const Edge* e : n->out_edges()) {
-      if (!TrainableEdge(e) || forward[e->dst->id()]) continue;
-      forward[e->dst->id()] = true;
-      queue.push_back(e->dst);
+      if (TrainableEdge(e)) reach(e->dst);
     }
   }
   // Of those (and the xs), the nodes some y depends on.
   std::vector<bool> relevant(n_ids, false);
-  for (const Output& y : ys) {
-    Node* n = y.node();
-    if (relevant[n->id()] || !(forward[n->id()] || is_x[n->id()])) continue;
+  auto mark = [&](Node* n) {
+    if (relevant[n->id()] || !(forward[n->id()] || is_x[n->id()])) return;
     relevant[n->id()] = true;
     queue.push_back(n);
-  }
+  };
+  for (const Output& y : ys) mark(y.node());
   while (!queue.empty()) {
     Node* n = queue.front();
     queue.pop_front();
+    if (in_body && is_x[n->id()]) continue;
+    if (const int l = loop_of(loops.exit_of, n); l >= 0) {
+      for (Node* e : enters_of(l)) mark(e);
+      continue;
+    }
     for (const Edge* e : n->in_edges()) {
-      Node* src = e->src;
-      if (!TrainableEdge(e) || relevant[src->id()]) continue;
-      if (!(forward[src->id()] || is_x[src->id()])) continue;
-      relevant[src->id()] = true;
-      queue.push_back(src);
+      if (TrainableEdge(e)) mark(e->src);
+    }
+  }
+  if (in_body) {
+    for (Node* n : graph->nodes()) {
+      if (n->id() >= n_ids || !relevant[n->id()] || is_x[n->id()] || !n->IsControlFlow()) continue;
+      return absl::UnimplementedError(absl::StrCat(
+          "gradients of the loop '", *body_frame, "': node '", n->name(), "' (op ", n->op(),
+          ") is on its body's gradient path; conditionals and loops inside a loop body have no "
+          "gradient yet"));
     }
   }
 
@@ -194,8 +240,14 @@ absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
   // The ones above are new nodes, with ids past the tables': only nodes
   // that existed on entry are looked up in them from here on.
   auto is_relevant = [&](const Node* n) { return n->id() < n_ids && relevant[n->id()]; };
+  // A loop waits for the gradients of its relevant Exits; its Enters wait
+  // for the loop's gradient.
+  std::vector<int> loop_waiting(loops.loops.size(), 0);
+  std::vector<absl::flat_hash_map<int, Gradient>> exit_grads(loops.loops.size());
   for (Node* n : graph->nodes()) {
-    if (is_relevant(n) && pending[n->id()] == 0) queue.push_back(n);
+    if (!is_relevant(n)) continue;
+    if (const int l = loop_of(loops.exit_of, n); l >= 0) ++loop_waiting[l];
+    if (pending[n->id()] == 0 && loop_of(loops.enter_of, n) < 0) queue.push_back(n);
   }
 
   absl::flat_hash_map<std::pair<int, int>, Gradient> x_grads;
@@ -216,6 +268,19 @@ absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
     if (is_x[n->id()]) {
       for (int i = 0; i < n->num_outputs(); ++i) x_grads[{n->id(), i}] = dys[i];
     }
+    if (const int l = loop_of(loops.exit_of, n); l >= 0) {
+      if (!dys[0].is_null()) exit_grads[l][n->id()] = dys[0];
+      if (--loop_waiting[l] > 0) continue;
+      auto g = loop_grad::BuildLoopGradient(grad_root, loops, loops.loops[l], exit_grads[l], options);
+      if (!g.ok()) return g.status();
+      for (Node* e : enters_of(l)) {
+        if (!is_relevant(e)) continue;
+        auto it = g->find(e->id());
+        if (it != g->end() && !it->second.is_null()) incoming[{e->id(), 0}].push_back(it->second);
+        queue.push_back(e);
+      }
+      continue;
+    }
 
     bool has_relevant_input = false;
     for (const Edge* e : n->in_edges()) {
@@ -224,7 +289,9 @@ absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
     if (!has_relevant_input) continue;
 
     std::vector<Gradient> dxs(n->num_inputs());
-    if (any) {
+    if (loop_of(loops.enter_of, n) >= 0) {
+      dxs[0] = dys[0];  // the loop's gradient, for the Enter's input
+    } else if (any) {
       const GradFunc* f = registry.Lookup(n->op());
       if (f == nullptr) {
         return absl::UnimplementedError(absl::StrCat("gradients: no gradient defined for node '",
@@ -264,6 +331,22 @@ absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
   }
   if (!scope.ok()) return scope.status();
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
+                                                       const std::vector<Output>& ys,
+                                                       const std::vector<Output>& xs,
+                                                       const std::vector<Output>& grad_ys,
+                                                       const GradientOptions& options) {
+  return GradientsImpl(scope, ys, xs, grad_ys, options, nullptr);
+}
+
+absl::StatusOr<std::vector<Gradient>> loop_grad::ComputeBodyGradients(
+    const Scope& scope, const std::vector<Output>& ys, const std::vector<Output>& xs,
+    const std::vector<Output>& grad_ys, const GradientOptions& options, const std::string& frame) {
+  return GradientsImpl(scope, ys, xs, grad_ys, options, &frame);
 }
 
 absl::StatusOr<std::vector<Output>> AddSymbolicGradients(const Scope& scope,

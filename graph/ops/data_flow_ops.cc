@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/ops/all_ops.h"
+#include "graph/ops/shape_fns.h"
 #include "graph/status.h"
 
 namespace graphrun {
@@ -128,6 +129,42 @@ void RegisterDataFlowOps(OpRegistry& r) {
             .SetShapeFn(DynamicStitchShape)
             .Doc("merged[indices[m][i, ...], ...] = data[m][i, ..., ...]; later (m, i) win; "
                  "merged has max(indices) + 1 rows."));
+
+  // Stacks: what a loop's gradient reads the forward iterations' values
+  // from, in reverse (client/train/grad_while.cc).
+  r.Add(OpDefBuilder("StackV2")
+            .Input("max_size: int32")
+            .Output("handle: resource")
+            .Attr("elem_type: type")
+            .Attr("stack_name: string = ''")
+            .SetIsStateful()
+            .SetShapeFn(shape_fns::Scalar)
+            .Doc("A new, empty stack of elem_type tensors for this step; max_size < 0 means "
+                 "unbounded."));
+  r.Add(OpDefBuilder("StackPushV2")
+            .Input("handle: resource")
+            .Input("elem: T")
+            .Output("output: T")
+            .Attr("T: type")
+            .Attr("swap_memory: bool = false")
+            .SetIsStateful()
+            .SetShapeFn([](ShapeContext& c) {
+              c.set_output(0, c.input(1));
+              return absl::OkStatus();
+            })
+            .Doc("Pushes elem onto the stack; output = elem."));
+  r.Add(OpDefBuilder("StackPopV2")
+            .Input("handle: resource")
+            .Output("elem: elem_type")
+            .Attr("elem_type: type")
+            .SetIsStateful()
+            .SetShapeFn(shape_fns::Unknown)
+            .Doc("Pops the top of the stack; InvalidArgument when it is empty."));
+  r.Add(OpDefBuilder("StackCloseV2")
+            .Input("handle: resource")
+            .SetIsStateful()
+            .SetShapeFn(shape_fns::NoOutputs)
+            .Doc("Deletes the stack and what it holds."));
 }
 
 }  // namespace graphrun

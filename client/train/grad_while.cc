@@ -1,0 +1,415 @@
+// Gradients through while loops: the loop finder and the backprop loop
+// (the design is in grad_while.h).
+#include "client/train/grad_while.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/while_loop.h"
+#include "client/train/grad_internal.h"
+
+namespace graphrun {
+namespace client {
+namespace train {
+namespace loop_grad {
+
+using namespace internal;  // NOLINT: the op helpers
+
+namespace {
+
+std::string FrameOf(const Node* enter) {
+  std::string frame;
+  GetAttr(NodeAttrs(enter->def()), "frame_name", &frame).IgnoreError();
+  return frame;
+}
+
+bool IsConstantEnter(const Node* n) {
+  bool c = false;
+  if (n->IsEnter()) GetAttr(NodeAttrs(n->def()), "is_constant", &c).IgnoreError();
+  return c;
+}
+
+// The loop whose variable Switch `sw0` is, or nullopt when the nodes
+// around it are not a loop's.
+std::optional<Loop> LoopAt(Node* sw0) {
+  const Edge* pe = sw0->input_edge(1);
+  if (pe == nullptr || !pe->src->IsLoopCond()) return std::nullopt;
+  Loop l;
+  l.loop_cond = pe->src;
+  for (const Edge* o : l.loop_cond->out_edges()) {
+    if (o->IsControlEdge() || o->dst_input != 1 || !o->dst->IsSwitch()) continue;
+    Node* sw = o->dst;
+    const Edge* me = sw->input_edge(0);
+    if (me == nullptr || !me->src->IsMerge() || me->src->num_inputs() != 2) return std::nullopt;
+    Node *enter = nullptr, *next = nullptr;
+    for (const Edge* mi : me->src->in_edges()) {
+      if (mi->IsControlEdge()) continue;
+      if (mi->src->IsEnter()) enter = mi->src;
+      if (mi->src->IsNextIteration()) next = mi->src;
+    }
+    if (enter == nullptr || next == nullptr) return std::nullopt;
+    std::vector<Node*> exits;
+    for (const Edge* so : sw->out_edges()) {
+      if (!so->IsControlEdge() && so->src_output == 0 && so->dst->IsExit()) {
+        exits.push_back(so->dst);
+      }
+    }
+    l.enters.push_back(enter);
+    l.merges.push_back(me->src);
+    l.switches.push_back(sw);
+    l.nexts.push_back(next);
+    l.exits.push_back(std::move(exits));
+  }
+  if (l.enters.empty()) return std::nullopt;
+  l.frame = FrameOf(l.enters[0]);
+  int64_t pi = 10;
+  GetAttr(NodeAttrs(l.enters[0]->def()), "parallel_iterations", &pi).IgnoreError();
+  l.parallel_iterations = static_cast<int>(std::max<int64_t>(1, pi));
+  return l;
+}
+
+}  // namespace
+
+Loops FindLoops(const Graph& graph) {
+  Loops r;
+  const int n = graph.num_node_ids();
+  absl::flat_hash_map<std::string, std::vector<Node*>> constant_enters;
+  bool any_exit = false;
+  for (Node* node : graph.nodes()) {
+    any_exit |= node->IsExit();
+    if (IsConstantEnter(node)) constant_enters[FrameOf(node)].push_back(node);
+  }
+  if (!any_exit) return r;
+  r.exit_of.assign(n, -1);
+  r.enter_of.assign(n, -1);
+  r.inside.assign(n, -1);
+  r.exit_var.assign(n, -1);
+  for (Node* x : graph.nodes()) {
+    if (!x->IsExit() || r.exit_of[x->id()] >= 0) continue;
+    const Edge* e = x->input_edge(0);
+    if (e == nullptr || !e->src->IsSwitch()) continue;
+    std::optional<Loop> found = LoopAt(e->src);
+    if (!found) continue;
+    Loop& l = *found;
+    l.invariants = constant_enters[l.frame];
+    const int li = static_cast<int>(r.loops.size());
+    std::deque<Node*> queue;
+    std::vector<bool> seen(n, false);
+    auto enter = [&](Node* en) {
+      r.enter_of[en->id()] = li;
+      r.inside[en->id()] = li;
+      seen[en->id()] = true;
+      queue.push_back(en);
+    };
+    for (size_t v = 0; v < l.enters.size(); ++v) {
+      enter(l.enters[v]);
+      for (Node* ex : l.exits[v]) {
+        r.exit_of[ex->id()] = li;
+        r.exit_var[ex->id()] = static_cast<int>(v);
+        seen[ex->id()] = true;
+      }
+    }
+    for (Node* c : l.invariants) enter(c);
+    // The frame: what its Enters reach before its Exits.
+    while (!queue.empty()) {
+      Node* node = queue.front();
+      queue.pop_front();
+      for (const Edge* o : node->out_edges()) {
+        Node* d = o->dst;
+        if (seen[d->id()]) continue;
+        seen[d->id()] = true;
+        if (d->IsExit()) continue;
+        if (d->IsEnter()) {
+          if (l.nested == nullptr) l.nested = d;
+          continue;
+        }
+        r.inside[d->id()] = li;
+        queue.push_back(d);
+      }
+    }
+    r.loops.push_back(std::move(l));
+  }
+  return r;
+}
+
+namespace {
+
+// Output `o`'s source traced back through Identity ops.
+Output ThroughIdentities(Output o) {
+  while (o.node()->op() == "Identity") {
+    const Edge* e = o.node()->input_edge(0);
+    o = Output(e->src, e->src_output);
+  }
+  return o;
+}
+
+Output DataInput(Node* n, int i) {
+  const Edge* e = n->input_edge(i);
+  return Output(e->src, e->src_output);
+}
+
+// One variable of a loop being built: Enter, Merge (its back edge set by
+// Close), Switch, the body's value and the Exit.
+struct LoopVar {
+  Output merge, body, exit;
+};
+
+// The skeleton of a loop in frame `frame` whose predicate is `pred`.
+class LoopBuilder {
+ public:
+  LoopBuilder(Scope s, std::string frame, int pi) : s_(std::move(s)), frame_(std::move(frame)), pi_(pi) {}
+  const std::string& frame() const { return frame_; }
+  // Enter + Merge: returns the Merge (pass it to Switch once pred exists).
+  Output Open(const Output& init) {
+    Output e = client::internal::Enter(s_, init, frame_, false, pi_);
+    Output m = Op(s_, "Merge").InList(InputList({e, e})).Out(0);
+    Track(e);
+    Track(m);
+    return m;
+  }
+  // Switch + Identity on `pred`: the body's value; the Exit.
+  LoopVar Split(const Output& merge, const Output& pred) {
+    std::vector<Output> sw = Op(s_, "Switch").In(merge).In(pred).Outs();
+    if (sw.size() != 2) return LoopVar{};
+    LoopVar v{merge, Identity(s_, sw[1]), Output()};
+    v.exit = Op(s_, "Exit").In(sw[0]).Out();
+    Track(sw[0]);
+    Track(v.body);
+    return v;
+  }
+  // The back edge: NextIteration(next) into the Merge.
+  void Close(const LoopVar& v, const Output& next) {
+    Output ni = Op(s_, "NextIteration").In(next).Out();
+    if (ni.node() == nullptr) return;
+    client::internal::ReplaceInput(s_.graph(), v.merge.node(), 1, ni);
+  }
+  void Track(const Output& o) {
+    if (o.node() != nullptr) ids_.insert(o.node()->id());
+  }
+  const absl::flat_hash_set<int>& ids() const { return ids_; }
+
+ private:
+  Scope s_;
+  std::string frame_;
+  int pi_;
+  absl::flat_hash_set<int> ids_;
+};
+
+}  // namespace
+
+absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
+    const Scope& scope, const Loops& loops, const Loop& loop,
+    const absl::flat_hash_map<int, Gradient>& exit_grads, const GradientOptions& options) {
+  const std::string& frame = loop.frame;
+  if (loop.nested != nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        "gradients of the loop '", frame, "': it holds another loop (Enter '",
+        loop.nested->name(), "'); gradients through nested loops are not supported yet"));
+  }
+  Graph* g = scope.graph();
+  const int pi = loop.parallel_iterations;
+  const std::string base = frame.substr(frame.rfind('/') + 1);
+  Scope gs = scope.NewSubScope(base + "_grad").WithNoControlDependencies();
+  const Output pred(loop.loop_cond, 0);
+
+  // The forward iteration count, in the forward frame: pushes order
+  // themselves on it.
+  Output count, inc, fwd_pivot;
+  {
+    LoopBuilder f(gs.NewSubScope("forward_count"), frame, pi);
+    Output m = f.Open(ScalarOf(gs, 0, DT_INT32));
+    LoopVar v = f.Split(m, pred);
+    if (!gs.ok()) return gs.status();
+    fwd_pivot = v.body;
+    inc = Add(gs.WithControlDependencies(v.body), v.body, 1);
+    f.Close(v, inc);
+    count = v.exit;
+  }
+
+  // The backprop loop: count down from the forward count.
+  Scope bs = gs.NewSubScope("backprop");
+  LoopBuilder b(bs, bs.name_prefix(), pi);
+  Output cm = b.Open(count);
+  Output bpred = Op(bs, "LoopCond")
+                     .In(Binary(bs, "Greater", cm, ScalarOf(bs.WithControlDependencies(cm), 0,
+                                                            DT_INT32)))
+                     .Out();
+  b.Track(bpred);
+  LoopVar cv = b.Split(cm, bpred);
+  if (!bs.ok()) return bs.status();
+  const Output bwd_pivot = cv.body;
+  Output dec = Sub(bs.WithControlDependencies(cv.body), cv.body, 1);
+  b.Track(dec);
+  b.Close(cv, dec);
+
+  // The float loop variables: their gradients, starting from the Exits'.
+  const size_t k = loop.enters.size();
+  std::vector<int> var_x(k, -1);
+  std::vector<LoopVar> var_grad(k);
+  std::vector<Output> ys, grad_ys, xs;
+  std::vector<Node*> x_enter;  // the Enter each x's gradient is for
+  for (size_t i = 0; i < k; ++i) {
+    const DataType t = BaseType(loop.enters[i]->output_type(0));
+    if (!IsFloat(t)) continue;
+    std::vector<Output> dy;
+    for (Node* ex : loop.exits[i]) {
+      auto it = exit_grads.find(ex->id());
+      if (it != exit_grads.end()) dy.push_back(ToDense(gs, it->second));
+    }
+    Output init;
+    if (dy.empty()) {
+      Output final_value = loop.exits[i].empty()
+                               ? Op(gs, "Exit").In(Output(loop.switches[i], 0)).Out()
+                               : Output(loop.exits[i][0], 0);
+      init = ZerosLike(gs, final_value);
+    } else {
+      init = dy.size() == 1 ? dy[0] : AddN(gs, dy);
+    }
+    Output m = b.Open(init);
+    var_grad[i] = b.Split(m, bpred);
+    ys.push_back(DataInput(loop.nexts[i], 0));
+    grad_ys.push_back(var_grad[i].body);
+    var_x[i] = static_cast<int>(xs.size());
+    xs.push_back(Output(loop.switches[i], 1));
+    x_enter.push_back(loop.enters[i]);
+  }
+  // Resource variables and invariants: gradients summed over iterations.
+  for (size_t i = 0; i < k; ++i) {
+    if (BaseType(loop.enters[i]->output_type(0)) != DT_RESOURCE) continue;
+    xs.push_back(Output(loop.switches[i], 1));
+    x_enter.push_back(loop.enters[i]);
+  }
+  for (Node* c : loop.invariants) {
+    const DataType t = BaseType(c->output_type(0));
+    if (!IsFloat(t) && t != DT_RESOURCE) continue;
+    xs.push_back(Output(c, 0));
+    x_enter.push_back(c);
+  }
+  if (!gs.ok()) return gs.status();
+  absl::flat_hash_map<int, Gradient> out;
+  if (ys.empty()) return out;
+
+  // The body's gradient, built from the forward ops, then moved into the
+  // backprop frame.
+  const int begin = g->num_node_ids();
+  Scope body = bs.NewSubScope("body");
+  GR_ASSIGN_OR_RETURN(std::vector<Gradient> grads,
+                      ComputeBodyGradients(body, ys, xs, grad_ys, options, frame));
+  std::vector<Output> dense(xs.size());
+  for (size_t j = 0; j < xs.size(); ++j) {
+    if (!grads[j].is_null()) dense[j] = ToDense(body, grads[j]);
+  }
+  for (size_t i = 0; i < k; ++i) {
+    if (var_x[i] >= 0 && dense[var_x[i]].node() == nullptr) {
+      dense[var_x[i]] = ZerosLike(body, var_grad[i].body);
+    }
+  }
+  if (!bs.ok()) return bs.status();
+  const int end = g->num_node_ids();
+
+  std::vector<Output> stacks;
+  client::internal::FrameCapture cap;
+  cap.pivot = bwd_pivot;
+  cap.inside = b.ids();
+  cap.capture = [&](const Output& o) -> absl::StatusOr<Output> {
+    Node* src = o.node();
+    const int where = src->id() < static_cast<int>(loops.inside.size()) ? loops.inside[src->id()] : -1;
+    if (where >= 0 && &loops.loops[where] != &loop) {
+      return absl::UnimplementedError(absl::StrCat("gradients of the loop '", frame,
+                                                   "': its body's gradient reads '", src->name(),
+                                                   "' of another loop"));
+    }
+    if (where < 0) return client::internal::Enter(bs, o, b.frame(), true, pi);
+    if (IsConstantEnter(src)) {
+      return client::internal::Enter(bs, DataInput(src, 0), b.frame(), true, pi);
+    }
+    // A forward value: pushed in every forward iteration, popped in the
+    // mirroring backprop one.
+    const DataType t = o.type();
+    Output st = Op(gs, "StackV2")
+                    .In(ScalarOf(gs, -1, DT_INT32))
+                    .Attr("elem_type", AType(t))
+                    .Attr("stack_name", client::internal::AttrString(src->name()))
+                    .Out();
+    Output push = Op(gs.WithControlDependencies(fwd_pivot), "StackPushV2")
+                      .In(client::internal::Enter(gs, st, frame, true, pi))
+                      .In(o)
+                      .Out();
+    Output pop = Op(bs.WithControlDependencies(bwd_pivot), "StackPopV2")
+                     .In(client::internal::Enter(bs, st, b.frame(), true, pi))
+                     .Attr("elem_type", AType(t))
+                     .Out();
+    if (!gs.ok()) return gs.status();
+    if (!bs.ok()) return bs.status();
+    g->AddControlEdge(push.node(), inc.node());
+    g->AddControlEdge(pop.node(), dec.node());
+    stacks.push_back(st);
+    return pop;
+  };
+  GR_RETURN_IF_ERROR(client::internal::MoveIntoFrame(g, begin, end, cap));
+
+  // Close the loop: the variables' gradients go round, the accumulators
+  // add each iteration's share.
+  std::vector<Output> result(xs.size());
+  for (size_t i = 0; i < k; ++i) {
+    if (var_x[i] < 0) continue;
+    b.Close(var_grad[i], dense[var_x[i]]);
+    result[var_x[i]] = var_grad[i].exit;
+  }
+  for (size_t j = 0; j < xs.size(); ++j) {
+    Node* e = x_enter[j];
+    if (result[j].node() != nullptr || dense[j].node() == nullptr) continue;
+    if (BaseType(e->output_type(0)) == DT_RESOURCE && !IsConstantEnter(e)) {
+      // A resource variable: the body must pass it through unchanged.
+      const int v = static_cast<int>(
+          std::find(loop.enters.begin(), loop.enters.end(), e) - loop.enters.begin());
+      Output through = ThroughIdentities(DataInput(loop.nexts[v], 0));
+      if (through.node() != loop.switches[v] || through.index() != 1) {
+        return absl::UnimplementedError(absl::StrCat(
+            "gradients of the loop '", frame, "': its resource variable from '",
+            DataInput(e, 0).node()->name(), "' is replaced by the body ('",
+            through.node()->name(), "'); only handles passed through unchanged are supported"));
+      }
+    }
+    const Output source = DataInput(e, 0);
+    Output zeros = BaseType(source.type()) == DT_RESOURCE
+                       ? ZerosLike(gs, ReadVariable(gs, source, dense[j].type()))
+                       : ZerosLike(gs, source);
+    Output m = b.Open(zeros);
+    LoopVar acc = b.Split(m, bpred);
+    b.Close(acc, Add(bs, acc.body, dense[j]));
+    result[j] = acc.exit;
+    if (!IsConstantEnter(e)) {
+      // A resource variable's gradient after the loop adds to the sum.
+      const int v = static_cast<int>(
+          std::find(loop.enters.begin(), loop.enters.end(), e) - loop.enters.begin());
+      for (Node* ex : loop.exits[v]) {
+        auto it = exit_grads.find(ex->id());
+        if (it != exit_grads.end()) result[j] = Add(gs, result[j], ToDense(gs, it->second));
+      }
+    }
+  }
+  if (!gs.ok()) return gs.status();
+
+  // The stacks close once the backprop loop is done; the gradients wait
+  // for that.
+  std::vector<Operation> closes;
+  for (const Output& st : stacks) {
+    closes.push_back(Op(gs.WithControlDependencies(cv.exit), "StackCloseV2").In(st).Build());
+  }
+  for (size_t j = 0; j < xs.size(); ++j) {
+    if (result[j].node() == nullptr) continue;
+    Output r = closes.empty() ? result[j] : Identity(gs.WithControlDependencies(closes), result[j]);
+    out[x_enter[j]->id()] = r;
+  }
+  if (!gs.ok()) return gs.status();
+  return out;
+}
+
+}  // namespace loop_grad
+}  // namespace train
+}  // namespace client
+}  // namespace graphrun

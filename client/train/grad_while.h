@@ -1,0 +1,91 @@
+// Private to client/train/: gradients through while loops (TensorFlow 1's
+// Enter/Merge/Switch/LoopCond/NextIteration/Exit frames, as WhileLoop
+// builds them and as functional While ops lower to).
+//
+// ComputeGradients treats a loop as one node from its Exits to its Enters:
+// once the gradients of all the Exits it needs are summed, BuildLoopGradient
+// builds the backprop loop, TensorFlow 1's way:
+//  - a counter added to the forward frame counts the iterations;
+//  - a backprop loop in a frame of its own runs that many iterations. Its
+//    variables are the count and the gradients of the float loop variables
+//    (starting from the Exits' gradients, zeros where none), plus one
+//    accumulator per loop invariant (a constant Enter, or a resource handle
+//    passed through unchanged) that sums the invariant's gradient over the
+//    iterations;
+//  - its body is the gradient of the forward body, from the NextIteration
+//    inputs back to the body inputs. Each forward value that gradient reads
+//    is pushed onto a stack in every forward iteration and popped in the
+//    backprop iteration that mirrors it. Pushes are ordered by the counter
+//    (iteration j + 1 pushes after iteration j) and pops by the backprop
+//    count, so parallel iterations keep the order. The stacks are closed
+//    when the backprop loop ends.
+// A step that only runs the forward loop runs none of this (the counter and
+// pushes feed only the backprop loop).
+//
+// Unimplemented, naming the node: a loop nested in the differentiated
+// body, a conditional (Switch/Merge) on the body's gradient path, a
+// resource loop variable the body replaces, an x or y inside a loop body.
+#ifndef GRAPHRUN_CLIENT_TRAIN_GRAD_WHILE_H_
+#define GRAPHRUN_CLIENT_TRAIN_GRAD_WHILE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "client/scope.h"
+#include "client/train/gradients.h"
+#include "graph/graph.h"
+
+namespace graphrun {
+namespace client {
+namespace train {
+namespace loop_grad {
+
+// One loop frame of a graph.
+struct Loop {
+  std::string frame;
+  int parallel_iterations = 10;
+  Node* loop_cond = nullptr;
+  // Per loop variable.
+  std::vector<Node*> enters, merges, switches, nexts;
+  std::vector<std::vector<Node*>> exits;
+  // Constant Enters of the frame.
+  std::vector<Node*> invariants;
+  // An Enter of another frame inside this one (null when none).
+  Node* nested = nullptr;
+};
+
+// Every recognisable loop of a graph and, by node id, where nodes belong.
+struct Loops {
+  std::vector<Loop> loops;
+  std::vector<int> exit_of;   // node id -> loop whose Exit it is, or -1
+  std::vector<int> enter_of;  // node id -> loop whose Enter (variable or invariant) it is
+  std::vector<int> inside;    // node id -> loop whose frame holds its output, or -1
+  std::vector<int> exit_var;  // node id of an Exit -> its loop variable
+};
+Loops FindLoops(const Graph& graph);
+
+// The gradients of the Enters' inputs of `loop`, by Enter node id (null
+// where none), given the summed gradient of each Exit (by Exit node id;
+// missing means none).
+absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
+    const Scope& scope, const Loops& loops, const Loop& loop,
+    const absl::flat_hash_map<int, Gradient>& exit_grads, const GradientOptions& options);
+
+// ComputeGradients for a loop body (gradients.cc): the reverse traversal
+// stops at the xs, and a control-flow op on the gradient path is
+// Unimplemented naming it and the loop.
+absl::StatusOr<std::vector<Gradient>> ComputeBodyGradients(const Scope& scope,
+                                                           const std::vector<Output>& ys,
+                                                           const std::vector<Output>& xs,
+                                                           const std::vector<Output>& grad_ys,
+                                                           const GradientOptions& options,
+                                                           const std::string& frame);
+
+}  // namespace loop_grad
+}  // namespace train
+}  // namespace client
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_CLIENT_TRAIN_GRAD_WHILE_H_
