@@ -2,8 +2,11 @@
 // forms, against the same computation unrolled in the same graph, against
 // central differences, and by training a variable used inside a loop.
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "client/client_session.h"
+#include "client/graph_import.h"
 #include "client/train/gradient_checker.h"
 #include "client/train/gradients.h"
 #include "client/train/ops_internal.h"
@@ -11,6 +14,7 @@
 #include "client/variables.h"
 #include "client/while_loop.h"
 #include "gmock/gmock.h"
+#include "graph/graph.h"
 #include "gtest/gtest.h"
 
 namespace graphrun {
@@ -157,6 +161,49 @@ TEST(WhileGradientTest, TrainsAVariableUsedInsideTheLoop) {
     ASSERT_TRUE(now.ok()) << now.status();
     EXPECT_NEAR((*now)[0].scalar<double>(), wv, 1e-12) << "step " << step;
   }
+}
+
+absl::StatusOr<tensorflow::GraphDef> TfGraph(const std::string& name) {
+  return ReadGraphDefFile(std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/tools/testdata/tf2/" +
+                          name);
+}
+
+// TensorFlow-authored graphs with functional control flow, imported and
+// differentiated: a StatelessWhile (result = acc0 * 2^n, so d/dacc0 = 2^n)
+// and a StatelessIf (|x|: d/dx = sign(x)).
+TEST(WhileGradientTest, ThroughImportedTensorFlowWhileAndIf) {
+  Scope s = Scope::NewRootScope();
+  auto pow_def = TfGraph("while_pow.pbtxt");
+  ASSERT_TRUE(pow_def.ok()) << pow_def.status();
+  auto pow = ImportGraphDef(s, *pow_def);
+  ASSERT_TRUE(pow.ok()) << pow.status();
+  auto abs_def = TfGraph("if_abs.pbtxt");
+  ASSERT_TRUE(abs_def.ok()) << abs_def.status();
+  auto abs = ImportGraphDef(s, *abs_def, "abs");
+  ASSERT_TRUE(abs.ok()) << abs.status();
+  Output n = *pow->Tensor("n"), acc0 = *pow->Tensor("acc0"), result = *pow->Tensor("result");
+  Output x = *abs->Tensor("x"), absx = *abs->Tensor("cond/Identity");
+  EXPECT_EQ(n.node()->name(), "import/n");
+  auto g = AddSymbolicGradients(s, {result, absx}, {acc0, x}, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  ClientSession session(s);
+  for (int k : {0, 1, 5}) {
+    for (float xv : {-2.5f, 3.0f}) {
+      auto out = session.Run({{n, Tensor::Scalar<int32_t>(k)}, {x, Tensor::Scalar<float>(xv)}},
+                             {result, (*g)[0], absx, (*g)[1]});
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ((*out)[0].scalar<float>(), std::ldexp(1.0f, k));
+      EXPECT_EQ((*out)[1].scalar<float>(), std::ldexp(1.0f, k)) << "n=" << k;
+      EXPECT_EQ((*out)[2].scalar<float>(), std::fabs(xv));
+      EXPECT_EQ((*out)[3].scalar<float>(), xv < 0 ? -1.0f : 1.0f) << "x=" << xv;
+    }
+  }
+  // Importing the same names again clashes, named.
+  auto again = ImportGraphDef(s, *abs_def, "");
+  auto twice = ImportGraphDef(s.NewSubScope("abs").WithNameScope("abs"), *abs_def, "");
+  EXPECT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument) << twice.status();
+  EXPECT_THAT(twice.status().message(), HasSubstr("'abs/x'"));
 }
 
 TEST(WhileGradientTest, UnsupportedShapesAreNamedErrors) {

@@ -1,0 +1,96 @@
+#include "client/graph_import.h"
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "graph/function_lowering.h"
+#include "graph/graph.h"
+#include "graph/node_def_util.h"
+#include "graph/status.h"
+
+namespace graphrun {
+namespace client {
+
+absl::StatusOr<Operation> ImportedGraph::Op(absl::string_view name) const {
+  auto it = ops_.find(name);
+  if (it == ops_.end()) {
+    return absl::NotFoundError(absl::StrCat("the imported graph has no node '", name, "'"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<Output> ImportedGraph::Tensor(absl::string_view name) const {
+  GR_ASSIGN_OR_RETURN(TensorId id, ParseTensorName(name));
+  if (id.IsControl()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", name, "' names no tensor"));
+  }
+  GR_ASSIGN_OR_RETURN(Operation op, Op(id.node));
+  if (id.index >= op.num_outputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("node '", id.node, "' (op ", op.node()->op(),
+                                                   ") has ", op.num_outputs(),
+                                                   " outputs; there is no '", name, "'"));
+  }
+  return Output(op, id.index);
+}
+
+absl::StatusOr<ImportedGraph> ImportGraphDef(const Scope& scope, const tensorflow::GraphDef& def,
+                                             absl::string_view prefix) {
+  if (!scope.ok()) return scope.status();
+  Graph* g = scope.graph();
+  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef canonical,
+                      CanonicalizeGraphDefForSession(def, g->op_registry()));
+  GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> src, GraphFromGraphDef(canonical, g->op_registry()));
+
+  const std::string base =
+      prefix.empty() ? scope.name_prefix() : scope.NewSubScope(prefix).name_prefix();
+  auto rename = [&](absl::string_view n) {
+    return base.empty() ? std::string(n) : absl::StrCat(base, "/", n);
+  };
+  const std::vector<Node*> nodes = src->nodes();
+  const Scope names = scope.WithNameScope("");
+  for (Node* n : nodes) {
+    const std::string full = rename(n->name());
+    if (g->FindNode(full) != nullptr || names.GetUniqueNameForOp(full) != full) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ImportGraphDef: node '", n->name(), "' would be named '", full,
+                       "', which the graph already uses (import under another prefix)"));
+    }
+  }
+
+  ImportedGraph out;
+  std::vector<Node*> copy(static_cast<size_t>(src->num_node_ids()), nullptr);
+  for (Node* n : nodes) {
+    tensorflow::NodeDef d = n->def();
+    d.set_name(rename(n->name()));
+    d.clear_input();
+    if (auto it = d.mutable_attr()->find("_class"); it != d.mutable_attr()->end()) {
+      for (std::string& loc : *it->second.mutable_list()->mutable_s()) {
+        if (absl::StartsWith(loc, "loc:@")) loc = absl::StrCat("loc:@", rename(loc.substr(5)));
+      }
+    }
+    auto m = g->AddNode(std::move(d));
+    if (!m.ok()) {
+      scope.UpdateStatus(m.status());
+      return m.status();
+    }
+    for (int i = 0; i < n->num_outputs(); ++i) (*m)->set_output_shape(i, n->output_shape(i));
+    copy[n->id()] = *m;
+    out.ops_[n->name()] = Operation(*m);
+  }
+  for (Node* n : nodes) {
+    for (const Edge* e : n->in_edges()) {
+      if (e->IsControlEdge()) {
+        g->AddControlEdge(copy[e->src->id()], copy[n->id()]);
+      } else {
+        g->AddEdge(copy[e->src->id()], e->src_output, copy[n->id()], e->dst_input);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace client
+}  // namespace graphrun
