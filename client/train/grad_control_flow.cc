@@ -11,8 +11,8 @@
 //    keeps the gradients of the branch not taken from running.
 // Tensors from outside a branch must enter it through a Switch (tf.cond's
 // rule): an op of a branch that also reads an outside tensor directly would
-// send a dead gradient to it. Loops (Enter, Exit, NextIteration) have no
-// gradient here: Unimplemented naming the node.
+// send a dead gradient to it. Whole loops are differentiated elsewhere
+// (grad_while.cc); Enter, Exit and NextIteration have no gradient function.
 #include "client/train/grad_internal.h"
 #include "client/train/gradients.h"
 

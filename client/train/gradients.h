@@ -24,9 +24,11 @@
 // to it (dense, or IndexedSlices from ResourceGather).
 //
 // Conditionals built of Switch and Merge (tf.cond's ops) are differentiated
-// (grad_control_flow.cc); loops (Enter/Exit/NextIteration) are not: such
-// ops have no gradient function and the call fails with Unimplemented
-// naming the node. Thread-safety: as the Scope's (one thread per graph).
+// (grad_control_flow.cc), and so are whole while loops, from their Exits to
+// their Enters, with a backprop loop (grad_while.h: the limits are there).
+// A stray Enter or Exit outside a recognisable loop has no gradient
+// function: Unimplemented naming the node. Thread-safety: as the Scope's
+// (one thread per graph).
 #ifndef GRAPHRUN_CLIENT_TRAIN_GRADIENTS_H_
 #define GRAPHRUN_CLIENT_TRAIN_GRADIENTS_H_
 

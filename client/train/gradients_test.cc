@@ -280,7 +280,7 @@ TEST(GradientsTest, ErrorsNameTheNode) {
 //   y = x > 0 ? x * x : -3 * x,   z = x > 0 ? x * x : 5 (a constant branch)
 // dy/dx is 2x or -3, dz/dx 2x or 0 (zeros routed to the branch without a
 // gradient), each from the branch taken; the other branch's gradient ops
-// are dead and never run. A loop's Enter on the path is Unimplemented.
+// are dead and never run. A stray Enter (no loop around it) is Unimplemented.
 TEST(GradientsTest, ThroughSwitchAndMerge) {
   Scope s = Scope::NewRootScope();
   Output x = Placeholder(s, DT_DOUBLE, PartialShape({}));
