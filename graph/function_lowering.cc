@@ -1,6 +1,7 @@
 #include "graph/function_lowering.h"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <utility>
 
@@ -27,7 +28,29 @@ bool IsCall(const std::string& op) {
 }
 bool IsIf(const std::string& op) { return op == "If" || op == "StatelessIf"; }
 bool IsWhile(const std::string& op) { return op == "While" || op == "StatelessWhile"; }
-bool IsFunctional(const std::string& op) { return IsCall(op) || IsIf(op) || IsWhile(op); }
+
+// A call of `fn` that stays a call frame: the function is marked
+// `_noinline` and the call does not force inlining.
+bool StaysCallFrame(const FunctionDef& fn, const NodeDef& call) {
+  auto no = fn.attr().find(kNoInlineAttr);
+  if (no == fn.attr().end() || !no->second.b()) return false;
+  auto force = call.attr().find(kInlineAttr);
+  return force == call.attr().end() || !force->second.b();
+}
+
+// The functions a FunctionDef's nodes name: as their op, or in a func
+// attr (also in lists).
+std::vector<std::string> Callees(const FunctionDef& fn) {
+  std::vector<std::string> out;
+  for (const NodeDef& n : fn.node_def()) {
+    out.push_back(n.op());
+    for (const auto& [k, v] : n.attr()) {
+      if (v.has_func()) out.push_back(v.func().name());
+      for (const auto& f : v.list().func()) out.push_back(f.name());
+    }
+  }
+  return out;
+}
 
 // What the body of one inlined function sees.
 struct Scope {
@@ -94,6 +117,8 @@ class Lowering {
     Scope top;
     for (const NodeDef& n : def_.node()) top.names[n.name()] = n.name();
     GR_RETURN_IF_ERROR(ProcessNodes(std::vector<const NodeDef*>(AllNodes(def_.node())), top));
+    // Call frames instantiate their functions from the library at run time.
+    if (keep_library_) *out_.graph_def.mutable_library() = def_.library();
     return std::move(out_);
   }
 
@@ -365,6 +390,84 @@ class Lowering {
     return Emit(std::move(out), parent);
   }
 
+  // InvalidArgument when `fname` reaches itself through the functions its
+  // body calls (inlined or not) or is already being inlined.
+  absl::Status CheckNotRecursive(const std::string& fname, const Scope& parent) {
+    std::vector<std::string> path = parent.stack;
+    for (const std::string& s : parent.stack) {
+      if (s == fname) {
+        return absl::InvalidArgumentError(absl::StrCat("function '", fname, "' calls itself (",
+                                                       absl::StrJoin(path, " -> "), " -> ", fname,
+                                                       "); recursive functions are not supported"));
+      }
+    }
+    // Depth-first over the call graph from fname, with the path.
+    absl::flat_hash_set<std::string> done;
+    std::vector<std::string> chain = {fname};
+    std::function<bool(const std::string&)> reaches = [&](const std::string& g) -> bool {
+      auto it = functions_.find(g);
+      if (it == functions_.end()) return false;
+      for (const std::string& c : Callees(*it->second)) {
+        if (!functions_.contains(c)) continue;
+        if (c == fname) {
+          chain.push_back(c);
+          return true;
+        }
+        if (!done.insert(c).second) continue;
+        chain.push_back(c);
+        if (reaches(c)) return true;
+        chain.pop_back();
+      }
+      return false;
+    };
+    if (reaches(fname)) {
+      return absl::InvalidArgumentError(absl::StrCat("function '", fname, "' calls itself (",
+                                                     absl::StrJoin(chain, " -> "),
+                                                     "); recursive functions are not supported"));
+    }
+    return absl::OkStatus();
+  }
+
+  // A call that stays a call frame: one (Stateful)PartitionedCall node
+  // named as the call, its function instantiated at run time.
+  absl::Status EmitCallFrame(const NodeDef& n, const FunctionDef& fn,
+                             const google::protobuf::Map<std::string, AttrValue>& attrs,
+                             const std::vector<std::string>& data,
+                             const std::vector<std::string>& control, const Scope& parent,
+                             bool stateful) {
+    const std::string& fname = fn.signature().name();
+    GR_RETURN_IF_ERROR(CheckNotRecursive(fname, parent));
+    NodeDef sig_node;
+    sig_node.set_name(n.name());
+    *sig_node.mutable_attr() = attrs;
+    DataTypeVector in_types, out_types;
+    absl::Status st = InOutTypesForNode(sig_node, fn.signature(), &in_types, &out_types);
+    if (!st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", fname, "' called by '", n.name(), "': ", st.message()));
+    }
+    if (in_types.size() != data.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", fname, "' called by '", n.name(), "': takes ",
+                       in_types.size(), " inputs but the call passes ", data.size()));
+    }
+    std::vector<std::string> in = data;
+    in.insert(in.end(), control.begin(), control.end());
+    NodeDef c = Make(n.name(), stateful ? "StatefulPartitionedCall" : "PartitionedCall",
+                     std::move(in), n.device());
+    AttrValue f;
+    f.mutable_func()->set_name(fname);
+    *f.mutable_func()->mutable_attr() = attrs;
+    (*c.mutable_attr())["f"] = std::move(f);
+    (*c.mutable_attr())["Tin"] = MakeAttr(absl::MakeConstSpan(in_types));
+    (*c.mutable_attr())["Tout"] = MakeAttr(absl::MakeConstSpan(out_types));
+    for (const auto& [k, v] : n.attr()) {
+      if (!k.empty() && k[0] == '_' && k != kInlineAttr) (*c.mutable_attr())[k] = v;
+    }
+    keep_library_ = true;
+    return Emit(std::move(c), parent);
+  }
+
   absl::Status LowerCall(const NodeDef& n, const FunctionDef& fn,
                          const google::protobuf::Map<std::string, AttrValue>& attrs,
                          const std::vector<std::string>& data,
@@ -604,11 +707,25 @@ class Lowering {
       }
       auto fn = functions_.find(src.op());
       if (fn != functions_.end()) {
-        GR_RETURN_IF_ERROR(LowerCall(n, *fn->second, n.attr(), data, control, scope));
+        if (StaysCallFrame(*fn->second, n)) {
+          // Attrs of a function used as an op are the function's.
+          google::protobuf::Map<std::string, AttrValue> attrs;
+          for (const auto& [k, v] : n.attr()) {
+            if (k.empty() || k[0] != '_') attrs[k] = v;
+          }
+          GR_RETURN_IF_ERROR(EmitCallFrame(n, *fn->second, attrs, data, control, scope, true));
+        } else {
+          GR_RETURN_IF_ERROR(LowerCall(n, *fn->second, n.attr(), data, control, scope));
+        }
       } else if (IsCall(src.op())) {
         GR_ASSIGN_OR_RETURN(const FunctionDef* f, FuncAttr(scope, n, "f"));
         const auto attrs = n.attr().at("f").func().attr();
-        GR_RETURN_IF_ERROR(LowerCall(n, *f, attrs, data, control, scope));
+        if (StaysCallFrame(*f, n)) {
+          GR_RETURN_IF_ERROR(EmitCallFrame(n, *f, attrs, data, control, scope,
+                                           src.op() == "StatefulPartitionedCall"));
+        } else {
+          GR_RETURN_IF_ERROR(LowerCall(n, *f, attrs, data, control, scope));
+        }
       } else if (IsIf(src.op())) {
         GR_RETURN_IF_ERROR(LowerIf(n, data, control, scope));
       } else if (IsWhile(src.op())) {
@@ -629,16 +746,29 @@ class Lowering {
   absl::flat_hash_set<std::string> used_;
   LoweredGraph out_;
   DataTypeVector out_unused_;
+  bool keep_library_ = false;
 };
 
 }  // namespace
 
 bool NeedsLowering(const GraphDef& def) {
-  if (def.library().function_size() > 0) return true;
+  absl::flat_hash_map<std::string, const FunctionDef*> fns;
+  for (const FunctionDef& f : def.library().function()) fns[f.signature().name()] = &f;
+  bool calls = false;  // some node calls into the library
   for (const NodeDef& n : def.node()) {
-    if (IsFunctional(n.op())) return true;
+    if (IsIf(n.op()) || IsWhile(n.op())) return true;
+    // A function used as an op becomes a call (inlined or a call frame).
+    if (fns.contains(n.op())) return true;
+    if (!IsCall(n.op())) continue;
+    auto a = n.attr().find("f");
+    if (a == n.attr().end() || !a->second.has_func()) return true;
+    auto it = fns.find(a->second.func().name());
+    if (it == fns.end() || !StaysCallFrame(*it->second, n)) return true;
+    calls = true;
   }
-  return false;
+  // A library nothing calls is dropped (and checked) by lowering; one whose
+  // calls all stay call frames is what lowering leaves.
+  return !fns.empty() && !calls;
 }
 
 absl::StatusOr<LoweredGraph> LowerFunctionCalls(const GraphDef& def, const OpRegistry& registry,

@@ -26,9 +26,15 @@
 //   Body nodes keep their own device and colocation (`loc:@` names are
 //   renamed with the body); a body node with no device takes the call's.
 //
+// A call of a function marked `_noinline` (kNoInlineAttr) is not inlined:
+// it stays one StatefulPartitionedCall (PartitionedCall when it was one)
+// named as the call, with `f`, `Tin` and `Tout` set, and the graph keeps
+// its library; the call runs as a call frame, its body in an executor of
+// its own (runtime/function_call.h).
+//
 // Errors are InvalidArgument naming the function and the node: a call to
 // a function that is not in the library, a function that calls itself
-// (recursion cannot be inlined, and graphrun has no call frames), a wrong
+// (recursion is not supported, inlined or in call frames), a wrong
 // number of inputs, an input naming no argument or node of the body, a
 // placeholder attr the call does not set. ResourceExhausted when inlining
 // would make more than `max_nodes` nodes.
@@ -46,6 +52,14 @@
 #include "graph/proto/graph.pb.h"
 
 namespace graphrun {
+
+// A FunctionDef attr: calls of the function are not inlined but run as
+// call frames (kernels/function_call_kernels.cc), as TensorFlow's
+// `_noinline`.
+constexpr char kNoInlineAttr[] = "_noinline";
+// A call node attr: inline this call even of a `_noinline` function (how a
+// call frame instantiates its own body).
+constexpr char kInlineAttr[] = "_graphrun_inline";
 
 struct LoweringOptions {
   // Calls nested deeper than this are an error.

@@ -222,6 +222,8 @@ absl::StatusOr<std::unique_ptr<Graph>> GraphFromGraphDef(const tensorflow::Graph
   }
   auto graph = std::make_unique<Graph>(&registry);
   *graph->mutable_versions() = def.versions();
+  // What call frames instantiate (lowering keeps it only for them).
+  *graph->mutable_library() = def.library();
   std::vector<Node*> nodes;
   nodes.reserve(def.node_size());
   for (const auto& nd : def.node()) {

@@ -25,6 +25,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterGradKernels(r);
   RegisterQueueKernels(r);
   RegisterStackKernels(r);
+  RegisterFunctionCallKernels(r);
   RegisterDynamicPartitionKernels(r);
   RegisterCollectiveKernels(r);
   RegisterInferenceKernels(r);

@@ -27,6 +27,7 @@ void RegisterTrainingKernels(KernelRegistry& r);    // training_kernels.cc
 void RegisterGradKernels(KernelRegistry& r);        // grad_kernels.cc
 void RegisterQueueKernels(KernelRegistry& r);       // queue_kernels.cc
 void RegisterStackKernels(KernelRegistry& r);       // stack_kernels.cc
+void RegisterFunctionCallKernels(KernelRegistry& r);  // function_call_kernels.cc
 // dynamic_partition_kernels.cc: DynamicPartition, DynamicStitch.
 void RegisterDynamicPartitionKernels(KernelRegistry& r);
 void RegisterCollectiveKernels(KernelRegistry& r);  // collective_kernels.cc

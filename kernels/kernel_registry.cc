@@ -48,15 +48,16 @@ const std::pair<KernelDef, KernelFactory>* KernelRegistry::Find(
 
 absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(
     const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
-    const DataTypeVector& input_types, const DataTypeVector& output_types,
-    DeviceBase* device) const {
-  return CreateKernelForType(def, op_def, input_types, output_types, device, device->device_type());
+    const DataTypeVector& input_types, const DataTypeVector& output_types, DeviceBase* device,
+    FunctionLibraryRuntime* functions) const {
+  return CreateKernelForType(def, op_def, input_types, output_types, device, device->device_type(),
+                             functions);
 }
 
 absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernelForType(
     const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
     const DataTypeVector& input_types, const DataTypeVector& output_types, DeviceBase* device,
-    const std::string& device_type) const {
+    const std::string& device_type, FunctionLibraryRuntime* functions) const {
   const auto* entry = Find(def, device_type);
   if (entry == nullptr) {
     std::vector<std::string> types;
@@ -70,6 +71,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernelForType(
         device->name(), types.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(types, ", "))));
   }
   OpKernelConstruction ctx(def, op_def, input_types, output_types, device);
+  ctx.set_function_library(functions);
   std::unique_ptr<OpKernel> k = entry->second(&ctx);
   if (!ctx.status().ok()) return ctx.status();
   return k;

@@ -95,18 +95,18 @@ class KernelRegistry {
 
   // Instantiates the kernel for `def` on `device`. NotFound naming the node,
   // op, device type and types when no kernel matches; the constructor's
-  // error otherwise.
-  absl::StatusOr<std::unique_ptr<OpKernel>> CreateKernel(const tensorflow::NodeDef& def,
-                                                         const tensorflow::OpDef& op_def,
-                                                         const DataTypeVector& input_types,
-                                                         const DataTypeVector& output_types,
-                                                         DeviceBase* device) const;
+  // error otherwise. `functions`: the graph's function runtime (null when
+  // the graph has no library).
+  absl::StatusOr<std::unique_ptr<OpKernel>> CreateKernel(
+      const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
+      const DataTypeVector& input_types, const DataTypeVector& output_types, DeviceBase* device,
+      FunctionLibraryRuntime* functions = nullptr) const;
   // The same for the kernel of another device type than `device`'s (an
   // accelerator's kernel that runs the CPU kernel on its stream).
   absl::StatusOr<std::unique_ptr<OpKernel>> CreateKernelForType(
       const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
       const DataTypeVector& input_types, const DataTypeVector& output_types, DeviceBase* device,
-      const std::string& device_type) const;
+      const std::string& device_type, FunctionLibraryRuntime* functions = nullptr) const;
   // The memory types of the kernel serving `def` on `device_type`: every
   // arg on the host for the CPU; on other types the kernel's HostMemory
   // args, and every arg of a type the device cannot hold (`can_hold`,

@@ -47,6 +47,31 @@ class CallFrameInterface {
   virtual absl::Status SetRetval(int index, const Tensor& value) = 0;
 };
 
+class OpKernelContext;
+
+// Runs library functions as call frames, for the kernels of calls that
+// function lowering left in a graph (runtime/function_call.h implements
+// it; the executor of a graph with a function library hands it to that
+// graph's kernels).
+class FunctionLibraryRuntime {
+ public:
+  virtual ~FunctionLibraryRuntime() = default;
+  // One function instantiated on one device, ready to run many times,
+  // also concurrently.
+  class Body {
+   public:
+    virtual ~Body() = default;
+    // Runs the body on `args` in ctx's step; `done` gets its results.
+    virtual void Run(OpKernelContext* ctx, std::vector<Tensor> args,
+                     std::function<void(absl::StatusOr<std::vector<Tensor>>)> done) = 0;
+  };
+  // Errors name the function (missing, bad body, no kernel on `device`).
+  virtual absl::StatusOr<std::unique_ptr<Body>> Instantiate(const tensorflow::NameAttrList& f,
+                                                            const DataTypeVector& in,
+                                                            const DataTypeVector& out,
+                                                            DeviceBase* device) = 0;
+};
+
 class OpKernelConstruction {
  public:
   OpKernelConstruction(const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
@@ -62,6 +87,9 @@ class OpKernelConstruction {
   const DataTypeVector& input_types() const { return input_types_; }
   const DataTypeVector& output_types() const { return output_types_; }
   DeviceBase* device() const { return device_; }
+  // The graph's function runtime; null when the graph has no library.
+  FunctionLibraryRuntime* function_library() const { return function_library_; }
+  void set_function_library(FunctionLibraryRuntime* f) { function_library_ = f; }
 
   template <typename T>
   absl::Status GetAttr(absl::string_view name, T* v) const {
@@ -84,6 +112,7 @@ class OpKernelConstruction {
   const tensorflow::OpDef& op_def_;
   DataTypeVector input_types_, output_types_;
   DeviceBase* device_;
+  FunctionLibraryRuntime* function_library_ = nullptr;
   absl::Status status_;
 };
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/denormal.h"
 #include "kernels/variable.h"
+#include "runtime/function_call.h"
 
 namespace graphrun {
 namespace {
@@ -87,6 +88,9 @@ struct FrameInfo {
 
 struct Executor::Impl {
   DeviceBase* device = nullptr;
+  // For call frames, when the graph has a function library; outlives the
+  // kernels (destroyed after `items`).
+  std::unique_ptr<FunctionLibraryRuntime> functions;
   // The CPU's kernels read host memory only: an input in an accelerator's
   // memory is a missing copy, reported instead of computed on.
   bool host_only = true;
@@ -721,12 +725,15 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams&
   impl.device = params.device;
   impl.host_only = params.device->accelerator() == nullptr;
   impl.items.resize(graph->num_node_ids());
+  if (graph->library().function_size() > 0) {
+    impl.functions = NewFunctionLibraryRuntime(&graph->library(), params.kernel_registry);
+  }
   for (Node* n : graph->nodes()) {
     NodeItem& item = impl.items[n->id()];
     item.node = n;
-    GR_ASSIGN_OR_RETURN(
-        item.kernel, params.kernel_registry->CreateKernel(n->def(), n->op_def(), n->input_types(),
-                                                          n->output_types(), params.device));
+    GR_ASSIGN_OR_RETURN(item.kernel, params.kernel_registry->CreateKernel(
+                                         n->def(), n->op_def(), n->input_types(),
+                                         n->output_types(), params.device, impl.functions.get()));
     item.is_async = item.kernel->AsAsync() != nullptr;
     item.expensive = item.kernel->IsExpensive();
     item.is_merge = n->IsMerge();

@@ -1,0 +1,149 @@
+// Call frames: functions marked `_noinline` stay calls after lowering and
+// run in executors of their own (runtime/function_call.h,
+// kernels/function_call_kernels.cc).
+#include "runtime/function_call.h"
+
+#include "gmock/gmock.h"
+#include "graph/function_lowering.h"
+#include "graph/ops/all_ops.h"
+#include "graph/testlib.h"
+#include "gtest/gtest.h"
+#include "runtime/direct_session.h"
+
+namespace graphrun {
+namespace {
+
+using test::ParseGraph;
+using ::testing::HasSubstr;
+
+// poly(a) = (a * a, a * a + 1.5), never inlined; called through
+// StatefulPartitionedCall (c1), as an op (c2), and from `outer`, itself a
+// call frame that calls poly through PartitionedCall and adds 1.
+const char kGraph[] = R"(
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "c1" op: "StatefulPartitionedCall" input: "x"
+       attr { key: "f" value { func { name: "poly" } } }
+       attr { key: "Tin" value { list { type: DT_FLOAT } } }
+       attr { key: "Tout" value { list { type: DT_FLOAT type: DT_FLOAT } } } }
+node { name: "c2" op: "poly" input: "c1:0" }
+node { name: "c3" op: "outer" input: "c2:1" }
+library {
+  function {
+    signature { name: "poly" input_arg { name: "a" type: DT_FLOAT }
+                output_arg { name: "sq" type: DT_FLOAT } output_arg { name: "plus" type: DT_FLOAT } }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "m" op: "Mul" input: "a" input: "a" attr { key: "T" value { type: DT_FLOAT } } }
+    node_def { name: "k" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+               attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1.5 } } } }
+    node_def { name: "p" op: "AddV2" input: "m:z:0" input: "k:output:0"
+               attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "sq" value: "m:z:0" } ret { key: "plus" value: "p:z:0" }
+  }
+  function {
+    signature { name: "outer" input_arg { name: "b" type: DT_FLOAT }
+                output_arg { name: "out" type: DT_FLOAT } }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "call" op: "PartitionedCall" input: "b"
+               attr { key: "f" value { func { name: "poly" } } }
+               attr { key: "Tin" value { list { type: DT_FLOAT } } }
+               attr { key: "Tout" value { list { type: DT_FLOAT type: DT_FLOAT } } } }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+               attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+    node_def { name: "s" op: "AddV2" input: "call:output:0" input: "one:output:0"
+               attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "out" value: "s:z:0" }
+  }
+}
+)";
+
+TEST(CallFrameTest, NoInlineFunctionsStayCallsAndKeepTheLibrary) {
+  auto def = CanonicalizeGraphDef(ParseGraph(kGraph), DefaultOpRegistry(), nullptr);
+  ASSERT_TRUE(def.ok()) << def.status();
+  std::map<std::string, std::string> ops;
+  for (const auto& n : def->node()) ops[n.name()] = n.op();
+  EXPECT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops["c1"], "StatefulPartitionedCall");
+  EXPECT_EQ(ops["c2"], "StatefulPartitionedCall");
+  EXPECT_EQ(ops["c3"], "StatefulPartitionedCall");
+  EXPECT_EQ(def->library().function_size(), 2);
+  EXPECT_FALSE(NeedsLowering(*def));
+  // Lowering again changes nothing.
+  auto again = CanonicalizeGraphDef(*def, DefaultOpRegistry(), nullptr);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->node_size(), def->node_size());
+  for (int i = 0; i < def->node_size(); ++i) {
+    EXPECT_EQ(again->node(i).DebugString(), def->node(i).DebugString());
+  }
+  EXPECT_EQ(again->library().function_size(), 2);
+}
+
+TEST(CallFrameTest, RunsBodiesInTheirOwnExecutors) {
+  SessionOptions opts;
+  auto s = NewSession(opts);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::Status created = (*s)->Create(ParseGraph(kGraph));
+  ASSERT_TRUE(created.ok()) << created;
+  for (float x : {2.0f, -1.0f, 0.5f}) {
+    auto r = (*s)->Run({{"x", Tensor::Scalar<float>(x)}}, {"c1:0", "c1:1", "c2:1", "c3"});
+    ASSERT_TRUE(r.ok()) << r.status();
+    const float sq = x * x, c2 = sq * sq + 1.5f;
+    EXPECT_EQ((*r)[0].scalar<float>(), sq);
+    EXPECT_EQ((*r)[1].scalar<float>(), sq + 1.5f);
+    EXPECT_EQ((*r)[2].scalar<float>(), c2);
+    EXPECT_EQ((*r)[3].scalar<float>(), c2 * c2 + 1);
+  }
+}
+
+TEST(CallFrameTest, ErrorsNameTheCallAndTheFunction) {
+  // A body that fails at run time: Reshape to 3 elements of a 2-vector.
+  const char kBad[] = R"(
+node { name: "v" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "call" op: "bad" input: "v" }
+library {
+  function {
+    signature { name: "bad" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "r" type: DT_FLOAT } }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+               attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } } int_val: 3 } } } }
+    node_def { name: "reshaped" op: "Reshape" input: "a" input: "shape:output:0"
+               attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tshape" value { type: DT_INT32 } } }
+    ret { key: "r" value: "reshaped:output:0" }
+  }
+}
+)";
+  SessionOptions opts;
+  auto s = NewSession(opts);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::Status created = (*s)->Create(ParseGraph(kBad));
+  ASSERT_TRUE(created.ok()) << created;
+  auto r = (*s)->Run({{"v", Tensor::FromVector<float>({1, 2}, TensorShape({2}))}}, {"call"});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("node 'call'"));
+  EXPECT_THAT(r.status().message(), HasSubstr("in function 'bad'"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("node 'bad/reshaped' (op Reshape)")) << r.status();
+
+  // Recursion through a call frame: f (never inlined) -> g -> f.
+  const char kRecursive[] = R"(
+node { name: "v" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "call" op: "f" input: "v" }
+library {
+  function {
+    signature { name: "f" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "r" type: DT_FLOAT } }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "inner" op: "g" input: "a" }
+    ret { key: "r" value: "inner:r:0" }
+  }
+  function {
+    signature { name: "g" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "r" type: DT_FLOAT } }
+    node_def { name: "back" op: "f" input: "a" }
+    ret { key: "r" value: "back:r:0" }
+  }
+}
+)";
+  auto rec = CanonicalizeGraphDef(ParseGraph(kRecursive), DefaultOpRegistry(), nullptr);
+  EXPECT_EQ(rec.status().code(), absl::StatusCode::kInvalidArgument) << rec.status();
+  EXPECT_THAT(rec.status().message(), HasSubstr("function 'f' calls itself (f -> g -> f)"));
+}
+
+}  // namespace
+}  // namespace graphrun
