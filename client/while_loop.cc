@@ -101,8 +101,9 @@ absl::StatusOr<std::vector<Output>> WhileLoop(const Scope& scope, const std::vec
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].node() == nullptr) {
-      return Fail(scope, absl::InvalidArgumentError(absl::StrCat(
-                             "WhileLoop: input ", i, " is a null Output (built in a failed scope?)")));
+      return Fail(scope,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "WhileLoop: input ", i, " is a null Output (built in a failed scope?)")));
     }
   }
   const int pi = std::max(1, options.parallel_iterations);
@@ -135,8 +136,8 @@ absl::StatusOr<std::vector<Output>> WhileLoop(const Scope& scope, const std::vec
   if (!pred.ok()) return Fail(scope, pred.status());
   if (!loop.ok()) return loop.status();
   if (pred->node() == nullptr) {
-    return Fail(scope, absl::InvalidArgumentError(absl::StrCat("WhileLoop '", frame,
-                                                               "': cond returned a null Output")));
+    return Fail(scope, absl::InvalidArgumentError(
+                           absl::StrCat("WhileLoop '", frame, "': cond returned a null Output")));
   }
   GR_RETURN_IF_ERROR(internal::MoveIntoFrame(g, begin, g->num_node_ids(), cap));
   GR_ASSIGN_OR_RETURN(Output p, internal::Resolve(cap, *pred));
@@ -176,21 +177,22 @@ absl::StatusOr<std::vector<Output>> WhileLoop(const Scope& scope, const std::vec
   std::vector<Output> exits(k);
   for (size_t i = 0; i < k; ++i) {
     if ((*outs)[i].node() == nullptr) {
-      return Fail(scope, absl::InvalidArgumentError(absl::StrCat(
-                             "WhileLoop '", frame, "': body returned a null Output for variable ", i)));
+      return Fail(scope,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "WhileLoop '", frame, "': body returned a null Output for variable ", i)));
     }
     GR_ASSIGN_OR_RETURN(Output o, internal::Resolve(cap, (*outs)[i]));
     if (BaseType(o.type()) != BaseType(enters[i].type())) {
-      return Fail(scope, absl::InvalidArgumentError(absl::StrCat(
-                             "WhileLoop '", frame, "': body returned ", DataTypeString(o.type()),
-                             " for loop variable ", i, " of type ",
-                             DataTypeString(enters[i].type()))));
+      return Fail(scope,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "WhileLoop '", frame, "': body returned ", DataTypeString(o.type()),
+                      " for loop variable ", i, " of type ", DataTypeString(enters[i].type()))));
     }
     if (!o.shape().IsCompatibleWith(enters[i].shape())) {
-      return Fail(scope, absl::InvalidArgumentError(absl::StrCat(
-                             "WhileLoop '", frame, "': loop variable ", i, " enters with shape ",
-                             enters[i].shape().DebugString(), " but the body makes it ",
-                             o.shape().DebugString())));
+      return Fail(scope, absl::InvalidArgumentError(
+                             absl::StrCat("WhileLoop '", frame, "': loop variable ", i,
+                                          " enters with shape ", enters[i].shape().DebugString(),
+                                          " but the body makes it ", o.shape().DebugString())));
     }
     Operation next = Build(loop, "NextIteration", "next_iteration", {o});
     if (next.node() == nullptr) return loop.status();

@@ -48,25 +48,26 @@ TEST(WhileLoopTest, BadCondAndBodyAreNamedErrors) {
   };
   {
     Scope s = Scope::NewRootScope();
-    auto r = WhileLoop(s, {ops::Const(s, 0)}, cond,
-                       [](const Scope& b, const std::vector<Output>& v)
-                           -> absl::StatusOr<std::vector<Output>> {
-                         return std::vector<Output>{v[0], v[0]};
-                       },
-                       WhileLoopOptions{"counted", 10});
+    auto r = WhileLoop(
+        s, {ops::Const(s, 0)}, cond,
+        [](const Scope& b, const std::vector<Output>& v) -> absl::StatusOr<std::vector<Output>> {
+          return std::vector<Output>{v[0], v[0]};
+        },
+        WhileLoopOptions{"counted", 10});
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(r.status().message(), HasSubstr("'counted': body returned 2 values for 1"));
     EXPECT_FALSE(s.ok());
   }
   {
     Scope s = Scope::NewRootScope();
-    auto r = WhileLoop(s, {ops::Const(s, 0)}, cond,
-                       [](const Scope& b, const std::vector<Output>& v)
-                           -> absl::StatusOr<std::vector<Output>> {
-                         return std::vector<Output>{ops::Cast(b, v[0], DT_FLOAT)};
-                       });
+    auto r = WhileLoop(
+        s, {ops::Const(s, 0)}, cond,
+        [](const Scope& b, const std::vector<Output>& v) -> absl::StatusOr<std::vector<Output>> {
+          return std::vector<Output>{ops::Cast(b, v[0], DT_FLOAT)};
+        });
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(r.status().message(), HasSubstr("body returned float for loop variable 0 of type int32"));
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("body returned float for loop variable 0 of type int32"));
   }
   {
     Scope s = Scope::NewRootScope();
@@ -113,9 +114,8 @@ TEST(StackKernelsTest, PushPopCloseAndEmptyPop) {
   Operation a = pop({p3}, "a");
   Operation b = pop({a}, "b");
   Operation c = pop({b}, "c");
-  Operation close = internal::OpBuilder(s.WithControlDependencies({c}), "StackCloseV2")
-                        .Input(h)
-                        .Finalize();
+  Operation close =
+      internal::OpBuilder(s.WithControlDependencies({c}), "StackCloseV2").Input(h).Finalize();
   // One push, then two pops.
   Operation once = pop({p1}, "once");
   Operation again = pop({once}, "again");

@@ -447,9 +447,9 @@ class Lowering {
           absl::StrCat("function '", fname, "' called by '", n.name(), "': ", st.message()));
     }
     if (in_types.size() != data.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("function '", fname, "' called by '", n.name(), "': takes ",
-                       in_types.size(), " inputs but the call passes ", data.size()));
+      return absl::InvalidArgumentError(absl::StrCat("function '", fname, "' called by '", n.name(),
+                                                     "': takes ", in_types.size(),
+                                                     " inputs but the call passes ", data.size()));
     }
     std::vector<std::string> in = data;
     in.insert(in.end(), control.begin(), control.end());

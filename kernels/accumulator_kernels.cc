@@ -574,8 +574,7 @@ class SparseAccumulatorOp : public OpKernel {
     const std::string container =
         key_.container.empty() ? ctx->resource_manager()->default_container() : key_.container;
     auto a = ctx->resource_manager()->LookupOrCreate<SparseAccumulator>(
-        container, key_.name,
-        [this, &container]() -> absl::StatusOr<std::shared_ptr<SparseAccumulator>> {
+        container, key_.name, [this]() -> absl::StatusOr<std::shared_ptr<SparseAccumulator>> {
           return std::make_shared<SparseAccumulator>(key_.name, dtype_, shape_, mean_);
         });
     if (!a.ok()) return Annotate(*this, a.status());

@@ -20,13 +20,13 @@ void RegisterRuntimeKernels(KernelRegistry& r);      // runtime_kernels.cc
 // _Send/_Recv for an accelerator type (runtime_kernels.cc), copying
 // through the host.
 void RegisterAcceleratorTransferKernels(KernelRegistry& r, const std::string& device_type);
-void RegisterDatasetKernels(KernelRegistry& r);     // dataset_kernels.cc
-void RegisterCheckpointKernels(KernelRegistry& r);  // checkpoint_kernels.cc
-void RegisterConvKernels(KernelRegistry& r);        // conv_kernels.cc
-void RegisterTrainingKernels(KernelRegistry& r);    // training_kernels.cc
-void RegisterGradKernels(KernelRegistry& r);        // grad_kernels.cc
-void RegisterQueueKernels(KernelRegistry& r);       // queue_kernels.cc
-void RegisterStackKernels(KernelRegistry& r);       // stack_kernels.cc
+void RegisterDatasetKernels(KernelRegistry& r);       // dataset_kernels.cc
+void RegisterCheckpointKernels(KernelRegistry& r);    // checkpoint_kernels.cc
+void RegisterConvKernels(KernelRegistry& r);          // conv_kernels.cc
+void RegisterTrainingKernels(KernelRegistry& r);      // training_kernels.cc
+void RegisterGradKernels(KernelRegistry& r);          // grad_kernels.cc
+void RegisterQueueKernels(KernelRegistry& r);         // queue_kernels.cc
+void RegisterStackKernels(KernelRegistry& r);         // stack_kernels.cc
 void RegisterFunctionCallKernels(KernelRegistry& r);  // function_call_kernels.cc
 // dynamic_partition_kernels.cc: DynamicPartition, DynamicStitch.
 void RegisterDynamicPartitionKernels(KernelRegistry& r);

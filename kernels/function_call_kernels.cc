@@ -35,9 +35,9 @@ class CallOp : public AsyncOpKernel {
     }
     auto body = flr->Instantiate(f->func(), ctx->input_types(), ctx->output_types(), ctx->device());
     if (!body.ok()) {
-      ctx->SetStatus(absl::Status(body.status().code(),
-                                  absl::StrCat("node '", ctx->def().name(), "' (op ",
-                                               ctx->def().op(), "): ", body.status().message())));
+      ctx->SetStatus(absl::Status(
+          body.status().code(), absl::StrCat("node '", ctx->def().name(), "' (op ", ctx->def().op(),
+                                             "): ", body.status().message())));
       return;
     }
     body_ = *std::move(body);

@@ -109,9 +109,8 @@ class StackOp : public OpKernel {
     GR_RETURN_IF_ERROR(Annotate(*this, rm->Create<Stack>(key.container, key.name, stack)));
     if (CancellationManager* cm = ctx->cancellation_manager(); cm != nullptr) {
       const CancellationToken token = cm->NewToken();
-      const bool registered = cm->RegisterCallback(token, [rm, key] {
-        rm->Delete<Stack>(key.container, key.name).IgnoreError();
-      });
+      const bool registered = cm->RegisterCallback(
+          token, [rm, key] { rm->Delete<Stack>(key.container, key.name).IgnoreError(); });
       if (!registered) {
         rm->Delete<Stack>(key.container, key.name).IgnoreError();
         return absl::CancelledError(absl::StrCat("node '", name(), "': the step was cancelled"));

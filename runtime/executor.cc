@@ -732,8 +732,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams&
     NodeItem& item = impl.items[n->id()];
     item.node = n;
     GR_ASSIGN_OR_RETURN(item.kernel, params.kernel_registry->CreateKernel(
-                                         n->def(), n->op_def(), n->input_types(),
-                                         n->output_types(), params.device, impl.functions.get()));
+                                         n->def(), n->op_def(), n->input_types(), n->output_types(),
+                                         params.device, impl.functions.get()));
     item.is_async = item.kernel->AsAsync() != nullptr;
     item.expensive = item.kernel->IsExpensive();
     item.is_merge = n->IsMerge();

@@ -122,8 +122,7 @@ class Runtime : public FunctionLibraryRuntime {
       (*ret->mutable_attr())["index"] = MakeAttr(static_cast<int64_t>(i));
     }
     const OpRegistry& ops = DefaultOpRegistry();
-    GR_ASSIGN_OR_RETURN(tensorflow::GraphDef canonical,
-                        CanonicalizeGraphDefForSession(def, ops));
+    GR_ASSIGN_OR_RETURN(tensorflow::GraphDef canonical, CanonicalizeGraphDefForSession(def, ops));
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, GraphFromGraphDef(canonical, ops));
     for (Node* n : graph->nodes()) n->set_assigned_device(device->name());
     ExecutorParams params{device, kernels_};

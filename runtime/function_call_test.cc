@@ -120,7 +120,8 @@ library {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
   EXPECT_THAT(r.status().message(), HasSubstr("node 'call'"));
   EXPECT_THAT(r.status().message(), HasSubstr("in function 'bad'"));
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("node 'bad/reshaped' (op Reshape)")) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("node 'bad/reshaped' (op Reshape)"))
+      << r.status();
 
   // Recursion through a call frame: f (never inlined) -> g -> f.
   const char kRecursive[] = R"(

@@ -199,6 +199,16 @@ TEST(GraphrunCliTest, Tf2IfInsideWhile) {
                "steps:0 = Tensor<int32, []: 0>\n");
 }
 
+// Functions marked _noinline run as call frames; one holds a While.
+TEST(GraphrunCliTest, NoInlineFunctionsRunAsCallFrames) {
+  const std::string g = Runfile("tools/testdata/noinline_call.pbtxt");
+  ExpectOutput(
+      {"run", g, "--feed", "v=[1,2,3]", "--feed", "n=3", "--fetch", "norm", "--fetch", "doubled"},
+      "norm:0 = Tensor<float, []: 14>\ndoubled:0 = Tensor<float, []: 112>\n");
+  ExpectOutput({"run", g, "--feed", "v=[0.5]", "--feed", "n=0", "--fetch", "doubled"},
+               "doubled:0 = Tensor<float, []: 0.25>\n");
+}
+
 TEST(GraphrunCliTest, Tf2FunctionUsedAsOpWithPlaceholderAttrs) {
   ExpectOutput({"run", Tf2("function_as_op.pbtxt"), "--fetch", "pt", "--fetch", "pt:1", "--fetch",
                 "pti:0", "--fetch", "pti:1", "--fetch", "total"},

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "client/while_loop.h"
 #include "client/train/grad_internal.h"
+#include "client/while_loop.h"
 
 namespace graphrun {
 namespace client {
@@ -160,7 +160,8 @@ struct LoopVar {
 // The skeleton of a loop in frame `frame` whose predicate is `pred`.
 class LoopBuilder {
  public:
-  LoopBuilder(Scope s, std::string frame, int pi) : s_(std::move(s)), frame_(std::move(frame)), pi_(pi) {}
+  LoopBuilder(Scope s, std::string frame, int pi)
+      : s_(std::move(s)), frame_(std::move(frame)), pi_(pi) {}
   const std::string& frame() const { return frame_; }
   // Enter + Merge: returns the Merge (pass it to Switch once pred exists).
   Output Open(const Output& init) {
@@ -206,8 +207,8 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   const std::string& frame = loop.frame;
   if (loop.nested != nullptr) {
     return absl::UnimplementedError(absl::StrCat(
-        "gradients of the loop '", frame, "': it holds another loop (Enter '",
-        loop.nested->name(), "'); gradients through nested loops are not supported yet"));
+        "gradients of the loop '", frame, "': it holds another loop (Enter '", loop.nested->name(),
+        "'); gradients through nested loops are not supported yet"));
   }
   Graph* g = scope.graph();
   const int pi = loop.parallel_iterations;
@@ -233,10 +234,10 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   Scope bs = gs.NewSubScope("backprop");
   LoopBuilder b(bs, bs.name_prefix(), pi);
   Output cm = b.Open(count);
-  Output bpred = Op(bs, "LoopCond")
-                     .In(Binary(bs, "Greater", cm, ScalarOf(bs.WithControlDependencies(cm), 0,
-                                                            DT_INT32)))
-                     .Out();
+  Output bpred =
+      Op(bs, "LoopCond")
+          .In(Binary(bs, "Greater", cm, ScalarOf(bs.WithControlDependencies(cm), 0, DT_INT32)))
+          .Out();
   b.Track(bpred);
   LoopVar cv = b.Split(cm, bpred);
   if (!bs.ok()) return bs.status();
@@ -316,7 +317,8 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   cap.inside = b.ids();
   cap.capture = [&](const Output& o) -> absl::StatusOr<Output> {
     Node* src = o.node();
-    const int where = src->id() < static_cast<int>(loops.inside.size()) ? loops.inside[src->id()] : -1;
+    const int where =
+        src->id() < static_cast<int>(loops.inside.size()) ? loops.inside[src->id()] : -1;
     if (where >= 0 && &loops.loops[where] != &loop) {
       return absl::UnimplementedError(absl::StrCat("gradients of the loop '", frame,
                                                    "': its body's gradient reads '", src->name(),
@@ -364,14 +366,14 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     if (result[j].node() != nullptr || dense[j].node() == nullptr) continue;
     if (BaseType(e->output_type(0)) == DT_RESOURCE && !IsConstantEnter(e)) {
       // A resource variable: the body must pass it through unchanged.
-      const int v = static_cast<int>(
-          std::find(loop.enters.begin(), loop.enters.end(), e) - loop.enters.begin());
+      const int v = static_cast<int>(std::find(loop.enters.begin(), loop.enters.end(), e) -
+                                     loop.enters.begin());
       Output through = ThroughIdentities(DataInput(loop.nexts[v], 0));
       if (through.node() != loop.switches[v] || through.index() != 1) {
         return absl::UnimplementedError(absl::StrCat(
             "gradients of the loop '", frame, "': its resource variable from '",
-            DataInput(e, 0).node()->name(), "' is replaced by the body ('",
-            through.node()->name(), "'); only handles passed through unchanged are supported"));
+            DataInput(e, 0).node()->name(), "' is replaced by the body ('", through.node()->name(),
+            "'); only handles passed through unchanged are supported"));
       }
     }
     const Output source = DataInput(e, 0);
@@ -384,8 +386,8 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     result[j] = acc.exit;
     if (!IsConstantEnter(e)) {
       // A resource variable's gradient after the loop adds to the sum.
-      const int v = static_cast<int>(
-          std::find(loop.enters.begin(), loop.enters.end(), e) - loop.enters.begin());
+      const int v = static_cast<int>(std::find(loop.enters.begin(), loop.enters.end(), e) -
+                                     loop.enters.begin());
       for (Node* ex : loop.exits[v]) {
         auto it = exit_grads.find(ex->id());
         if (it != exit_grads.end()) result[j] = Add(gs, result[j], ToDense(gs, it->second));

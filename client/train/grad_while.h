@@ -76,12 +76,9 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
 // ComputeGradients for a loop body (gradients.cc): the reverse traversal
 // stops at the xs, and a control-flow op on the gradient path is
 // Unimplemented naming it and the loop.
-absl::StatusOr<std::vector<Gradient>> ComputeBodyGradients(const Scope& scope,
-                                                           const std::vector<Output>& ys,
-                                                           const std::vector<Output>& xs,
-                                                           const std::vector<Output>& grad_ys,
-                                                           const GradientOptions& options,
-                                                           const std::string& frame);
+absl::StatusOr<std::vector<Gradient>> ComputeBodyGradients(
+    const Scope& scope, const std::vector<Output>& ys, const std::vector<Output>& xs,
+    const std::vector<Output>& grad_ys, const GradientOptions& options, const std::string& frame);
 
 }  // namespace loop_grad
 }  // namespace train

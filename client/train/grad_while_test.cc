@@ -64,8 +64,8 @@ TEST_P(PowerLoopTest, GradientIsNTimesXToTheNMinusOne) {
         << "n=" << k;
   }
   // The forward loop alone still runs (no stack is pushed).
-  auto fwd = session.Run({{x, Tensor::Scalar<double>(2.0)}, {n, Tensor::Scalar<int32_t>(4)}},
-                         {(*r)[1]});
+  auto fwd =
+      session.Run({{x, Tensor::Scalar<double>(2.0)}, {n, Tensor::Scalar<int32_t>(4)}}, {(*r)[1]});
   ASSERT_TRUE(fwd.ok()) << fwd.status();
   EXPECT_EQ((*fwd)[0].scalar<double>(), 16.0);
 }
@@ -139,8 +139,9 @@ TEST(WhileGradientTest, TrainsAVariableUsedInsideTheLoop) {
         return internal::Binary(c, "Less", v[0], 3);
       },
       [&](const Scope& b, const std::vector<Output>& v) -> absl::StatusOr<std::vector<Output>> {
-        return std::vector<Output>{internal::Add(b, v[0], 1),
-                                   internal::Mul(b, v[1], internal::ReadVariable(b, w.handle(), DT_DOUBLE))};
+        return std::vector<Output>{
+            internal::Add(b, v[0], 1),
+            internal::Mul(b, v[1], internal::ReadVariable(b, w.handle(), DT_DOUBLE))};
       });
   ASSERT_TRUE(r.ok()) << r.status();
   Output loss = internal::Square(s, internal::Sub(s, (*r)[1], 1.0));
@@ -164,8 +165,8 @@ TEST(WhileGradientTest, TrainsAVariableUsedInsideTheLoop) {
 }
 
 absl::StatusOr<tensorflow::GraphDef> TfGraph(const std::string& name) {
-  return ReadGraphDefFile(std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/tools/testdata/tf2/" +
-                          name);
+  return ReadGraphDefFile(std::string(std::getenv("TEST_SRCDIR")) +
+                          "/graphrun/tools/testdata/tf2/" + name);
 }
 
 // TensorFlow-authored graphs with functional control flow, imported and

@@ -145,10 +145,10 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
     for (const Output& o : *v) {
       const int l = loop_of(loops.inside, o.node());
       if (l < 0) continue;
-      return absl::UnimplementedError(absl::StrCat(
-          "gradients: '", o.node()->name(), "' (", v == &xs ? "an x" : "a y",
-          ") is inside the loop '", loops.loops[l].frame,
-          "': gradients are taken of whole loops, from their exits to their entries"));
+      return absl::UnimplementedError(
+          absl::StrCat("gradients: '", o.node()->name(), "' (", v == &xs ? "an x" : "a y",
+                       ") is inside the loop '", loops.loops[l].frame,
+                       "': gradients are taken of whole loops, from their exits to their entries"));
     }
   }
   // A loop's successors are its Exits (forward) and its predecessors its
@@ -271,7 +271,8 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
     if (const int l = loop_of(loops.exit_of, n); l >= 0) {
       if (!dys[0].is_null()) exit_grads[l][n->id()] = dys[0];
       if (--loop_waiting[l] > 0) continue;
-      auto g = loop_grad::BuildLoopGradient(grad_root, loops, loops.loops[l], exit_grads[l], options);
+      auto g =
+          loop_grad::BuildLoopGradient(grad_root, loops, loops.loops[l], exit_grads[l], options);
       if (!g.ok()) return g.status();
       for (Node* e : enters_of(l)) {
         if (!is_relevant(e)) continue;
