@@ -60,12 +60,37 @@ absl::StatusOr<ImportedGraph> ImportGraphDef(const Scope& scope, const tensorflo
     }
   }
 
+  // Call frames left by lowering instantiate from the library.
+  for (const tensorflow::FunctionDef& f : canonical.library().function()) {
+    const std::string& fname = f.signature().name();
+    const tensorflow::FunctionDef* have = nullptr;
+    for (const tensorflow::FunctionDef& h : g->library().function()) {
+      if (h.signature().name() == fname) have = &h;
+    }
+    if (have != nullptr && have->SerializeAsString() != f.SerializeAsString()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ImportGraphDef: function '", fname, "' is already in the graph's library, differently"));
+    }
+  }
+  for (const tensorflow::FunctionDef& f : canonical.library().function()) {
+    bool have = false;
+    for (const tensorflow::FunctionDef& h : g->library().function()) {
+      have |= h.signature().name() == f.signature().name();
+    }
+    if (!have) *g->mutable_library()->add_function() = f;
+  }
+
   ImportedGraph out;
   std::vector<Node*> copy(static_cast<size_t>(src->num_node_ids()), nullptr);
   for (Node* n : nodes) {
     tensorflow::NodeDef d = n->def();
     d.set_name(rename(n->name()));
     d.clear_input();
+    if (n->IsEnter()) {
+      // Loop frames are named like nodes: two imports must not share one.
+      auto it = d.mutable_attr()->find("frame_name");
+      if (it != d.mutable_attr()->end()) it->second.set_s(rename(it->second.s()));
+    }
     if (auto it = d.mutable_attr()->find("_class"); it != d.mutable_attr()->end()) {
       for (std::string& loc : *it->second.mutable_list()->mutable_s()) {
         if (absl::StartsWith(loc, "loc:@")) loc = absl::StrCat("loc:@", rename(loc.substr(5)));

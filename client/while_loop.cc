@@ -40,6 +40,7 @@ absl::StatusOr<Output> Resolve(FrameCapture& f, const Output& o) {
   }
   f.captured[key] = c;
   f.inside.insert(c.node()->id());
+  f.capture_ids.insert(c.node()->id());
   return c;
 }
 
@@ -63,7 +64,12 @@ absl::Status MoveIntoFrame(Graph* graph, int begin, int end, FrameCapture& f) {
       GR_ASSIGN_OR_RETURN(Output c, Resolve(f, Output(src, e->src_output)));
       ReplaceInput(graph, n, slot, c);
     }
-    if (n->in_edges().empty()) graph->AddControlEdge(f.pivot.node(), n);
+    // An op fed only by captures (or by nothing) would also run in the
+    // iteration that ends the loop, and once for a loop that never
+    // iterates: the pivot ties it to the iterations, as TensorFlow does.
+    bool anchored = false;
+    for (const Edge* e : n->in_edges()) anchored |= !f.capture_ids.contains(e->src->id());
+    if (!anchored) graph->AddControlEdge(f.pivot.node(), n);
   }
   return absl::OkStatus();
 }
@@ -107,7 +113,10 @@ absl::StatusOr<std::vector<Output>> WhileLoop(const Scope& scope, const std::vec
     }
   }
   const int pi = std::max(1, options.parallel_iterations);
-  Scope loop = scope.NewSubScope(options.name.empty() ? "while" : options.name);
+  // The scope's control dependencies gate the Enters only: a control edge
+  // from outside the frame into it would be invalid.
+  Scope loop =
+      scope.NewSubScope(options.name.empty() ? "while" : options.name).WithNoControlDependencies();
   const std::string frame = loop.name_prefix();
   Graph* g = scope.graph();
   const size_t k = inputs.size();
@@ -139,8 +148,12 @@ absl::StatusOr<std::vector<Output>> WhileLoop(const Scope& scope, const std::vec
     return Fail(scope, absl::InvalidArgumentError(
                            absl::StrCat("WhileLoop '", frame, "': cond returned a null Output")));
   }
-  GR_RETURN_IF_ERROR(internal::MoveIntoFrame(g, begin, g->num_node_ids(), cap));
-  GR_ASSIGN_OR_RETURN(Output p, internal::Resolve(cap, *pred));
+  if (absl::Status st = internal::MoveIntoFrame(g, begin, g->num_node_ids(), cap); !st.ok()) {
+    return Fail(scope, st);
+  }
+  absl::StatusOr<Output> resolved = internal::Resolve(cap, *pred);
+  if (!resolved.ok()) return Fail(scope, resolved.status());
+  const Output p = *resolved;
   if (BaseType(p.type()) != DT_BOOL || (p.shape().known_rank() && p.shape().rank() != 0)) {
     return Fail(scope, absl::InvalidArgumentError(absl::StrCat(
                            "WhileLoop '", frame, "': cond returned ", DataTypeString(p.type()), " ",
@@ -173,7 +186,9 @@ absl::StatusOr<std::vector<Output>> WhileLoop(const Scope& scope, const std::vec
                            absl::StrCat("WhileLoop '", frame, "': body returned ", outs->size(),
                                         " values for ", k, " loop variables")));
   }
-  GR_RETURN_IF_ERROR(internal::MoveIntoFrame(g, begin, g->num_node_ids(), cap));
+  if (absl::Status st = internal::MoveIntoFrame(g, begin, g->num_node_ids(), cap); !st.ok()) {
+    return Fail(scope, st);
+  }
   std::vector<Output> exits(k);
   for (size_t i = 0; i < k; ++i) {
     if ((*outs)[i].node() == nullptr) {
@@ -181,7 +196,9 @@ absl::StatusOr<std::vector<Output>> WhileLoop(const Scope& scope, const std::vec
                   absl::InvalidArgumentError(absl::StrCat(
                       "WhileLoop '", frame, "': body returned a null Output for variable ", i)));
     }
-    GR_ASSIGN_OR_RETURN(Output o, internal::Resolve(cap, (*outs)[i]));
+    absl::StatusOr<Output> resolved_out = internal::Resolve(cap, (*outs)[i]);
+    if (!resolved_out.ok()) return Fail(scope, resolved_out.status());
+    const Output o = *resolved_out;
     if (BaseType(o.type()) != BaseType(enters[i].type())) {
       return Fail(scope,
                   absl::InvalidArgumentError(absl::StrCat(
@@ -201,7 +218,9 @@ absl::StatusOr<std::vector<Output>> WhileLoop(const Scope& scope, const std::vec
     if (exit.node() == nullptr) return loop.status();
     exits[i] = Output(exit, 0);
   }
-  for (Node* c : cap.outside_control) {
+  std::vector<Node*> gates = cap.outside_control;
+  for (const Operation& op : scope.control_dependencies()) gates.push_back(op.node());
+  for (Node* c : gates) {
     for (const Output& e : enters) g->AddControlEdge(c, e.node());
   }
   return exits;

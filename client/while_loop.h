@@ -16,8 +16,10 @@
 // tensor from outside the loop that they use (`w` above, a variable's
 // value) enters the frame once, through a constant Enter, as tf.while_loop
 // captures it; an op without inputs (a Const) runs in every iteration.
-// A control dependency of a cond or body op on an op outside the loop
-// becomes one of the loop's entry (the Enters wait for it).
+// A control dependency of a cond or body op on an op outside the loop, and
+// the scope's own control dependencies, gate the loop's entry (the Enters
+// wait for them). An op whose inputs all come from outside runs once per
+// iteration, like any other op of the body.
 //
 // Gradients flow through such loops, and through the loops that functional
 // While ops lower to (client/train/gradients.h).
@@ -69,14 +71,15 @@ namespace internal {
 //    `capture(that output)`, called once per distinct output;
 //  - a control input from such a node is removed and reported in
 //    `outside_control` (the caller decides where the ordering goes);
-//  - a node left without any input gets a control edge from `pivot`, so it
-//    runs in every iteration.
+//  - a node fed by captures only, or by nothing, gets a control edge from
+//    `pivot`, so it runs in exactly the frame's iterations.
 struct FrameCapture {
   Output pivot;
   absl::flat_hash_set<int> inside;
   std::function<absl::StatusOr<Output>(const Output& outside)> capture;
   std::vector<Node*> outside_control;
   absl::flat_hash_map<std::pair<int, int>, Output> captured;  // cache
+  absl::flat_hash_set<int> capture_ids;                       // their nodes
 };
 absl::Status MoveIntoFrame(Graph* graph, int begin, int end, FrameCapture& f);
 

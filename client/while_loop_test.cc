@@ -42,6 +42,37 @@ TEST(WhileLoopTest, RunsWithCapturedTensorsAndConstants) {
   }
 }
 
+// An op of the body fed only by captured tensors (here an update of a
+// variable from outside) runs once per iteration: n times, none for n = 0.
+// The scope's control dependencies gate the loop.
+TEST(WhileLoopTest, CapturedOnlyOpsRunOncePerIteration) {
+  Scope s = Scope::NewRootScope();
+  auto n = ops::Placeholder(s, DT_INT32);
+  auto counter = ops::VarHandleOp(s.WithOpName("counter"), DT_FLOAT, PartialShape({}));
+  auto reset = ops::AssignVariableOp(s, counter, ops::Const(s, 0.0f));
+  auto one = ops::Const(s, 1.0f);  // captured, like the handle
+  auto r = WhileLoop(
+      s.WithControlDependencies({reset.operation}), {ops::Const(s, 0)},
+      [&](const Scope& c, const std::vector<Output>& v) -> absl::StatusOr<Output> {
+        return Output(ops::Less(c, v[0], n));
+      },
+      [&](const Scope& b, const std::vector<Output>& v) -> absl::StatusOr<std::vector<Output>> {
+        auto bump = ops::AssignAddVariableOp(b, counter, one);
+        return std::vector<Output>{ops::Add(b.WithControlDependencies({bump.operation}), v[0], 1)};
+      });
+  ASSERT_TRUE(r.ok()) << r.status();
+  Output read = ops::ReadVariableOp(s, counter, DT_FLOAT);
+  ClientSession session(s);
+  for (int k : {3, 0, 5}) {
+    auto out = session.Run({{n, Tensor::Scalar<int32_t>(k)}}, {(*r)[0]});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].scalar<int32_t>(), k);
+    auto c = session.Run({read});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ((*c)[0].scalar<float>(), static_cast<float>(k)) << "n=" << k;
+  }
+}
+
 TEST(WhileLoopTest, BadCondAndBodyAreNamedErrors) {
   auto cond = [](const Scope& c, const std::vector<Output>& v) -> absl::StatusOr<Output> {
     return Output(ops::Less(c, v[0], 3));

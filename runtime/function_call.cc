@@ -12,6 +12,7 @@
 #include "graph/ops/all_ops.h"
 #include "graph/status.h"
 #include "runtime/executor.h"
+#include "runtime/local_rendezvous.h"
 
 namespace graphrun {
 namespace {
@@ -59,22 +60,46 @@ class CallBody : public FunctionLibraryRuntime::Body {
   CallBody(std::string name, std::unique_ptr<Executor> executor, size_t num_rets)
       : name_(std::move(name)), executor_(std::move(executor)), num_rets_(num_rets) {}
 
+  // The body runs with a rendezvous and a cancellation manager of its own:
+  // a failing body aborts only them, so the caller's step fails with the
+  // call kernel's error (naming the call and the function), not with the
+  // cancellations it would cause. Cancelling the caller's step cancels
+  // the body.
   void Run(OpKernelContext* ctx, std::vector<Tensor> args,
            std::function<void(absl::StatusOr<std::vector<Tensor>>)> done) override {
-    auto frame = std::make_shared<Frame>(std::move(args), num_rets_);
+    struct State {
+      State(std::vector<Tensor> args, size_t n) : frame(std::move(args), n) {}
+      Frame frame;
+      LocalRendezvous rendezvous;
+      CancellationManager cancellation;
+      CancellationManager* parent = nullptr;
+      CancellationToken token = 0;
+    };
+    auto state = std::make_shared<State>(std::move(args), num_rets_);
+    state->parent = ctx->cancellation_manager();
+    if (state->parent != nullptr) {
+      state->token = state->parent->NewToken();
+      if (!state->parent->RegisterCallback(
+              state->token, [st = state.get()] { st->cancellation.StartCancel(); })) {
+        done(absl::CancelledError(
+            absl::StrCat("in function '", name_, "': the step was cancelled")));
+        return;
+      }
+    }
     Executor::Args a;
     a.step_id = ctx->step_id();
-    a.rendezvous = ctx->rendezvous();
-    a.call_frame = frame.get();
-    a.cancellation_manager = ctx->cancellation_manager();
+    a.rendezvous = &state->rendezvous;
+    a.call_frame = &state->frame;
+    a.cancellation_manager = &state->cancellation;
     a.runner = ctx->runner();
     a.collective_executor = ctx->collective_executor();
-    executor_->RunAsync(a, [this, frame, done = std::move(done)](const absl::Status& s) {
+    executor_->RunAsync(a, [this, state, done = std::move(done)](const absl::Status& s) {
+      if (state->parent != nullptr) state->parent->DeregisterCallback(state->token);
       if (!s.ok()) {
         done(absl::Status(s.code(), absl::StrCat("in function '", name_, "': ", s.message())));
         return;
       }
-      done(frame->Take(name_));
+      done(state->frame.Take(name_));
     });
   }
 

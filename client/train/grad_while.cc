@@ -290,8 +290,44 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     x_enter.push_back(c);
   }
   if (!gs.ok()) return gs.status();
+  // The summed gradients of variable v's Exits (null when none).
+  auto exit_sum = [&](size_t v) {
+    std::vector<Output> dy;
+    for (Node* ex : loop.exits[v]) {
+      auto it = exit_grads.find(ex->id());
+      if (it != exit_grads.end()) dy.push_back(ToDense(gs, it->second));
+    }
+    return dy.empty() ? Output() : dy.size() == 1 ? dy[0] : AddN(gs, dy);
+  };
+  auto var_of = [&](const Node* e) {
+    return static_cast<size_t>(std::find(loop.enters.begin(), loop.enters.end(), e) -
+                               loop.enters.begin());
+  };
+  // A resource variable's handle is the one that entered only when the
+  // body passes it through.
+  auto check_passed_through = [&](Node* e) -> absl::Status {
+    const size_t v = var_of(e);
+    Output through = ThroughIdentities(DataInput(loop.nexts[v], 0));
+    if (through.node() == loop.switches[v] && through.index() == 1) return absl::OkStatus();
+    return absl::UnimplementedError(absl::StrCat(
+        "gradients of the loop '", frame, "': its resource variable from '",
+        DataInput(e, 0).node()->name(), "' is replaced by the body ('", through.node()->name(),
+        "'); only handles passed through unchanged are supported"));
+  };
   absl::flat_hash_map<int, Gradient> out;
-  if (ys.empty()) return out;
+  if (ys.empty()) {
+    // No float variable carries a gradient back: a resource variable
+    // passed through gets its Exits' gradients only.
+    for (size_t i = 0; i < k; ++i) {
+      if (BaseType(loop.enters[i]->output_type(0)) != DT_RESOURCE) continue;
+      Output d = exit_sum(i);
+      if (d.node() == nullptr) continue;
+      GR_RETURN_IF_ERROR(check_passed_through(loop.enters[i]));
+      out[loop.enters[i]->id()] = d;
+    }
+    if (!gs.ok()) return gs.status();
+    return out;
+  }
 
   // The body's gradient, built from the forward ops, then moved into the
   // backprop frame.
@@ -363,35 +399,24 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   }
   for (size_t j = 0; j < xs.size(); ++j) {
     Node* e = x_enter[j];
-    if (result[j].node() != nullptr || dense[j].node() == nullptr) continue;
-    if (BaseType(e->output_type(0)) == DT_RESOURCE && !IsConstantEnter(e)) {
-      // A resource variable: the body must pass it through unchanged.
-      const int v = static_cast<int>(std::find(loop.enters.begin(), loop.enters.end(), e) -
-                                     loop.enters.begin());
-      Output through = ThroughIdentities(DataInput(loop.nexts[v], 0));
-      if (through.node() != loop.switches[v] || through.index() != 1) {
-        return absl::UnimplementedError(absl::StrCat(
-            "gradients of the loop '", frame, "': its resource variable from '",
-            DataInput(e, 0).node()->name(), "' is replaced by the body ('", through.node()->name(),
-            "'); only handles passed through unchanged are supported"));
-      }
+    if (result[j].node() != nullptr) continue;
+    const bool resource_var = !IsConstantEnter(e);
+    Output after = resource_var ? exit_sum(var_of(e)) : Output();
+    if (dense[j].node() == nullptr && after.node() == nullptr) continue;
+    if (resource_var) GR_RETURN_IF_ERROR(check_passed_through(e));
+    if (dense[j].node() != nullptr) {
+      const Output source = DataInput(e, 0);
+      Output zeros = BaseType(source.type()) == DT_RESOURCE
+                         ? ZerosLike(gs, ReadVariable(gs, source, dense[j].type()))
+                         : ZerosLike(gs, source);
+      Output m = b.Open(zeros);
+      LoopVar acc = b.Split(m, bpred);
+      b.Close(acc, Add(bs, acc.body, dense[j]));
+      result[j] = acc.exit;
     }
-    const Output source = DataInput(e, 0);
-    Output zeros = BaseType(source.type()) == DT_RESOURCE
-                       ? ZerosLike(gs, ReadVariable(gs, source, dense[j].type()))
-                       : ZerosLike(gs, source);
-    Output m = b.Open(zeros);
-    LoopVar acc = b.Split(m, bpred);
-    b.Close(acc, Add(bs, acc.body, dense[j]));
-    result[j] = acc.exit;
-    if (!IsConstantEnter(e)) {
-      // A resource variable's gradient after the loop adds to the sum.
-      const int v = static_cast<int>(std::find(loop.enters.begin(), loop.enters.end(), e) -
-                                     loop.enters.begin());
-      for (Node* ex : loop.exits[v]) {
-        auto it = exit_grads.find(ex->id());
-        if (it != exit_grads.end()) result[j] = Add(gs, result[j], ToDense(gs, it->second));
-      }
+    // A resource variable's gradient after the loop adds to the sum.
+    if (after.node() != nullptr) {
+      result[j] = result[j].node() == nullptr ? after : Add(gs, result[j], after);
     }
   }
   if (!gs.ok()) return gs.status();

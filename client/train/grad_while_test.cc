@@ -207,6 +207,68 @@ TEST(WhileGradientTest, ThroughImportedTensorFlowWhileAndIf) {
   EXPECT_THAT(twice.status().message(), HasSubstr("'abs/x'"));
 }
 
+// A resource handle as a loop variable, passed through: its gradient from
+// after the loop reaches the handle, with and without a float variable
+// carrying gradients through the body.
+TEST(WhileGradientTest, ResourceLoopVariableGetsItsExitGradient) {
+  for (bool with_float : {true, false}) {
+    Scope s = Scope::NewRootScope();
+    Variable w(s.WithOpName("w"), PartialShape({}), DT_DOUBLE,
+               init::Constant(Tensor::Scalar<double>(4.0)));
+    std::vector<Output> init = {internal::ScalarOf(s, 0, DT_INT32), w.handle()};
+    if (with_float) init.push_back(internal::ScalarOf(s, 1.5, DT_DOUBLE));
+    auto r = WhileLoop(
+        s, init,
+        [](const Scope& c, const std::vector<Output>& v) -> absl::StatusOr<Output> {
+          return internal::Binary(c, "Less", v[0], 3);
+        },
+        [&](const Scope& b, const std::vector<Output>& v) -> absl::StatusOr<std::vector<Output>> {
+          std::vector<Output> next = {internal::Add(b, v[0], 1), v[1]};
+          if (with_float) {
+            next.push_back(internal::Mul(b, v[2], internal::ReadVariable(b, v[1], DT_DOUBLE)));
+          }
+          return next;
+        });
+    ASSERT_TRUE(r.ok()) << r.status();
+    // y = 3 * w (read after the loop) [+ 1.5 * w^3 through the body].
+    Output y = internal::Mul(s, internal::ReadVariable(s, (*r)[1], DT_DOUBLE), 3.0);
+    if (with_float) y = internal::Add(s, y, (*r)[2]);
+    auto g = AddSymbolicGradients(s, {y}, {w.handle()}, {});
+    ASSERT_TRUE(g.ok()) << g.status();
+    ASSERT_NE((*g)[0].node(), nullptr) << "with_float=" << with_float;
+    ClientSession session(s);
+    ASSERT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(s)}).ok());
+    auto out = session.Run({y, (*g)[0]});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_DOUBLE_EQ((*out)[0].scalar<double>(), 12.0 + (with_float ? 1.5 * 64 : 0));
+    EXPECT_DOUBLE_EQ((*out)[1].scalar<double>(), 3.0 + (with_float ? 1.5 * 3 * 16 : 0))
+        << "with_float=" << with_float;
+  }
+}
+
+// The same TensorFlow graph imported twice: each import has its own loop
+// frame, and each loop its own gradient.
+TEST(WhileGradientTest, ImportedTwiceKeepsTwoLoops) {
+  Scope s = Scope::NewRootScope();
+  auto def = TfGraph("while_pow.pbtxt");
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto a = ImportGraphDef(s, *def, "a");
+  auto b = ImportGraphDef(s, *def, "b");
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  Output ya = *a->Tensor("result"), yb = *b->Tensor("result");
+  auto g = AddSymbolicGradients(s, {ya, yb}, {*a->Tensor("acc0"), *b->Tensor("acc0")}, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  ClientSession session(s);
+  auto out = session.Run({{*a->Tensor("n"), Tensor::Scalar<int32_t>(3)},
+                          {*b->Tensor("n"), Tensor::Scalar<int32_t>(5)}},
+                         {ya, yb, (*g)[0], (*g)[1]});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 8);
+  EXPECT_EQ((*out)[1].scalar<float>(), 32);
+  EXPECT_EQ((*out)[2].scalar<float>(), 8);
+  EXPECT_EQ((*out)[3].scalar<float>(), 32);
+}
+
 TEST(WhileGradientTest, UnsupportedShapesAreNamedErrors) {
   Scope s = Scope::NewRootScope();
   Output x = Placeholder(s, DT_DOUBLE, PartialShape({}));

@@ -271,6 +271,9 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
     if (const int l = loop_of(loops.exit_of, n); l >= 0) {
       if (!dys[0].is_null()) exit_grads[l][n->id()] = dys[0];
       if (--loop_waiting[l] > 0) continue;
+      bool needed = false;
+      for (Node* e : enters_of(l)) needed |= is_relevant(e);
+      if (!needed) continue;  // the Exits were xs: nothing flows into the loop
       auto g =
           loop_grad::BuildLoopGradient(grad_root, loops, loops.loops[l], exit_grads[l], options);
       if (!g.ok()) return g.status();
