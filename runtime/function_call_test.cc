@@ -144,6 +144,36 @@ library {
   auto rec = CanonicalizeGraphDef(ParseGraph(kRecursive), DefaultOpRegistry(), nullptr);
   EXPECT_EQ(rec.status().code(), absl::StatusCode::kInvalidArgument) << rec.status();
   EXPECT_THAT(rec.status().message(), HasSubstr("function 'f' calls itself (f -> g -> f)"));
+
+  // A graph whose calls are all call frames already is not lowered again;
+  // the recursion is found when the session instantiates the body.
+  const char kSelf[] = R"(
+node { name: "v" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "call" op: "StatefulPartitionedCall" input: "v"
+       attr { key: "f" value { func { name: "self" } } }
+       attr { key: "Tin" value { list { type: DT_FLOAT } } }
+       attr { key: "Tout" value { list { type: DT_FLOAT } } } }
+library {
+  function {
+    signature { name: "self" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "r" type: DT_FLOAT } }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "again" op: "StatefulPartitionedCall" input: "a"
+               attr { key: "f" value { func { name: "self" } } }
+               attr { key: "Tin" value { list { type: DT_FLOAT } } }
+               attr { key: "Tout" value { list { type: DT_FLOAT } } } }
+    ret { key: "r" value: "again:output:0" }
+  }
+}
+)";
+  auto s2 = NewSession(opts);
+  ASSERT_TRUE(s2.ok()) << s2.status();
+  absl::Status self = (*s2)->Create(ParseGraph(kSelf));
+  if (self.ok()) {
+    // Sessions may build executors at the first run.
+    self = (*s2)->Run({{"v", Tensor::Scalar<float>(1)}}, {"call"}).status();
+  }
+  EXPECT_EQ(self.code(), absl::StatusCode::kInvalidArgument) << self;
+  EXPECT_THAT(std::string(self.message()), HasSubstr("function 'self' calls itself"));
 }
 
 }  // namespace
