@@ -109,6 +109,32 @@ class CallBody : public FunctionLibraryRuntime::Body {
   const size_t num_rets_;
 };
 
+// Bodies are instantiated depth first, on the thread that builds the
+// outermost executor (a call kernel's constructor instantiates its body,
+// whose executor builds its kernels, ...). Recursion is an error, but a
+// call graph shaped like a diamond (f calls g twice, g calls h twice, ...)
+// would still make exponentially many bodies: one build may make at most
+// kMaxBodies bodies of kMaxNodes nodes in all, nested kMaxDepth deep.
+constexpr int kMaxDepth = 64;
+constexpr int kMaxBodies = 1024;
+constexpr int64_t kMaxNodes = int64_t{1} << 20;
+thread_local int tl_depth = 0;
+thread_local int tl_bodies = 0;
+thread_local int64_t tl_nodes = 0;
+
+class BuildScope {
+ public:
+  BuildScope() {
+    if (tl_depth++ == 0) {
+      tl_bodies = 0;
+      tl_nodes = 0;
+    }
+  }
+  ~BuildScope() { --tl_depth; }
+  BuildScope(const BuildScope&) = delete;
+  BuildScope& operator=(const BuildScope&) = delete;
+};
+
 class Runtime : public FunctionLibraryRuntime {
  public:
   Runtime(const tensorflow::FunctionDefLibrary* library, const KernelRegistry* kernels)
@@ -118,6 +144,18 @@ class Runtime : public FunctionLibraryRuntime {
                                                     const DataTypeVector& in,
                                                     const DataTypeVector& out,
                                                     DeviceBase* device) override {
+    BuildScope build;
+    if (tl_depth > kMaxDepth) {
+      return absl::ResourceExhaustedError(absl::StrCat("call frames nest deeper than ", kMaxDepth,
+                                                       " (instantiating function '", f.name(),
+                                                       "')"));
+    }
+    if (++tl_bodies > kMaxBodies) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the graph's call frames make more than ", kMaxBodies,
+                       " function bodies (instantiating function '", f.name(),
+                       "'; a function calling another several times, nested)"));
+    }
     tensorflow::GraphDef def;
     *def.mutable_library() = *library_;
     def.mutable_versions()->set_producer(kGraphDefConsumerVersion);
@@ -149,6 +187,12 @@ class Runtime : public FunctionLibraryRuntime {
     const OpRegistry& ops = DefaultOpRegistry();
     GR_ASSIGN_OR_RETURN(tensorflow::GraphDef canonical, CanonicalizeGraphDefForSession(def, ops));
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, GraphFromGraphDef(canonical, ops));
+    tl_nodes += graph->num_nodes();
+    if (tl_nodes > kMaxNodes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the graph's call-frame bodies make more than ", kMaxNodes,
+                       " nodes (instantiating function '", f.name(), "')"));
+    }
     for (Node* n : graph->nodes()) n->set_assigned_device(device->name());
     ExecutorParams params{device, kernels_};
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::Create(params, std::move(graph)));

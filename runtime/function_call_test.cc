@@ -3,6 +3,7 @@
 // kernels/function_call_kernels.cc).
 #include "runtime/function_call.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/function_lowering.h"
 #include "graph/ops/all_ops.h"
@@ -174,6 +175,46 @@ library {
   }
   EXPECT_EQ(self.code(), absl::StatusCode::kInvalidArgument) << self;
   EXPECT_THAT(std::string(self.message()), HasSubstr("function 'self' calls itself"));
+}
+
+// f24 calls f23 twice, ..., f1 calls f0 twice, all never inlined: 2^24
+// bodies if nothing stopped it. The session fails fast instead.
+TEST(CallFrameTest, ExponentialCallFramesAreResourceExhausted) {
+  std::string lib;
+  for (int k = 1; k <= 24; ++k) {
+    const std::string callee = k == 1 ? "f0" : absl::StrCat("f", k - 1);
+    lib += absl::StrCat(
+        R"(
+  function {
+    signature { name: "f)",
+        k, R"(" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "r" type: DT_FLOAT } }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "x" op: ")",
+        callee, R"(" input: "a" }
+    node_def { name: "y" op: ")",
+        callee, R"(" input: "a" }
+    node_def { name: "s" op: "AddV2" input: "x:r:0" input: "y:r:0" attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "r" value: "s:z:0" }
+  })");
+  }
+  const std::string graph = absl::StrCat(R"(
+node { name: "v" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "call" op: "f24" input: "v" }
+library {
+  function {
+    signature { name: "f0" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "r" type: DT_FLOAT } }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "i" op: "Identity" input: "a" attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "r" value: "i:output:0" }
+  })",
+                                         lib, "\n}\n");
+  SessionOptions opts;
+  auto s = NewSession(opts);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::Status st = (*s)->Create(ParseGraph(graph));
+  if (st.ok()) st = (*s)->Run({{"v", Tensor::Scalar<float>(1)}}, {"call"}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("more than 1024 function bodies"));
 }
 
 }  // namespace
