@@ -81,9 +81,9 @@ class InvertPermutationOp : public OpKernel {
 
 void RegisterGradKernels(KernelRegistry& r) {
   for (DataType t : {DT_INT32, DT_INT64}) {
-    r.Add(KernelDef("BroadcastGradientArgs").Device(kDeviceCpu).TypeConstraint("T", {t}),
+    r.Add(KernelDef("BroadcastGradientArgs").Device(kDeviceCpu).TypeConstraint("T", t),
           MakeKernel<BroadcastGradientArgsOp>());
-    r.Add(KernelDef("InvertPermutation").Device(kDeviceCpu).TypeConstraint("T", {t}),
+    r.Add(KernelDef("InvertPermutation").Device(kDeviceCpu).TypeConstraint("T", t),
           MakeKernel<InvertPermutationOp>());
   }
 }

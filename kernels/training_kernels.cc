@@ -504,7 +504,6 @@ class SparseApplyOp : public ApplyBase<Rule> {
 enum class ScatterKind { kAdd, kSub, kUpdate };
 
 struct SubFn {
-  static constexpr int kCost = 1;
   template <typename T>
   static T Apply(T a, T b) {
     return a - b;
