@@ -267,6 +267,29 @@ class Lowering {
     return f;
   }
 
+  // The flat input and output types of `fn`'s signature under the call's
+  // attrs. InvalidArgument naming the function and the call when they do
+  // not resolve or the call passes another number of inputs.
+  static absl::Status CallTypes(const FunctionDef& fn, const std::string& call,
+                                const google::protobuf::Map<std::string, AttrValue>& attrs,
+                                size_t num_inputs, DataTypeVector* in, DataTypeVector* out) {
+    const std::string& fname = fn.signature().name();
+    NodeDef sig_node;
+    sig_node.set_name(call);
+    *sig_node.mutable_attr() = attrs;
+    absl::Status st = InOutTypesForNode(sig_node, fn.signature(), in, out);
+    if (!st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", fname, "' called by '", call, "': ", st.message()));
+    }
+    if (in->size() != num_inputs) {
+      return absl::InvalidArgumentError(absl::StrCat("function '", fname, "' called by '", call,
+                                                     "': takes ", in->size(),
+                                                     " inputs but the call passes ", num_inputs));
+    }
+    return absl::OkStatus();
+  }
+
   // Inlines `fn`'s body with its arguments bound to `inputs` (flat).
   absl::StatusOr<BodyResult> InlineBody(const FunctionDef& fn, const Scope& parent,
                                         const NodeDef& call, const std::string& prefix,
@@ -294,21 +317,11 @@ class Lowering {
     scope.stack = parent.stack;
     scope.stack.push_back(fname);
 
-    // The signature's flat input and output types, with the call's attrs.
-    NodeDef sig_node;
+    DataTypeVector in_types, out_types;
+    GR_RETURN_IF_ERROR(CallTypes(fn, call.name(), attrs, inputs.size(), &in_types, &out_types));
+    NodeDef sig_node;  // each argument's tensor count, with the call's attrs
     sig_node.set_name(call.name());
     *sig_node.mutable_attr() = attrs;
-    DataTypeVector in_types, out_types;
-    absl::Status st = InOutTypesForNode(sig_node, fn.signature(), &in_types, &out_types);
-    if (!st.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("function '", fname, "' called by '", call.name(), "': ", st.message()));
-    }
-    if (in_types.size() != inputs.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("function '", fname, "' called by '", call.name(), "': takes ",
-                       in_types.size(), " inputs but the call passes ", inputs.size()));
-    }
     size_t k = 0;
     for (const auto& arg : fn.signature().input_arg()) {
       DataTypeVector t;
@@ -437,20 +450,8 @@ class Lowering {
                              bool stateful) {
     const std::string& fname = fn.signature().name();
     GR_RETURN_IF_ERROR(CheckNotRecursive(fname, parent));
-    NodeDef sig_node;
-    sig_node.set_name(n.name());
-    *sig_node.mutable_attr() = attrs;
     DataTypeVector in_types, out_types;
-    absl::Status st = InOutTypesForNode(sig_node, fn.signature(), &in_types, &out_types);
-    if (!st.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("function '", fname, "' called by '", n.name(), "': ", st.message()));
-    }
-    if (in_types.size() != data.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("function '", fname, "' called by '", n.name(),
-                                                     "': takes ", in_types.size(),
-                                                     " inputs but the call passes ", data.size()));
-    }
+    GR_RETURN_IF_ERROR(CallTypes(fn, n.name(), attrs, data.size(), &in_types, &out_types));
     std::vector<std::string> in = data;
     in.insert(in.end(), control.begin(), control.end());
     NodeDef c = Make(n.name(), stateful ? "StatefulPartitionedCall" : "PartitionedCall",

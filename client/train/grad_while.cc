@@ -246,6 +246,16 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   b.Track(dec);
   b.Close(cv, dec);
 
+  // The summed gradients of variable v's Exits (null when none).
+  auto exit_sum = [&](size_t v) {
+    std::vector<Output> dy;
+    for (Node* ex : loop.exits[v]) {
+      auto it = exit_grads.find(ex->id());
+      if (it != exit_grads.end()) dy.push_back(ToDense(gs, it->second));
+    }
+    return dy.empty() ? Output() : dy.size() == 1 ? dy[0] : AddN(gs, dy);
+  };
+
   // The float loop variables: their gradients, starting from the Exits'.
   const size_t k = loop.enters.size();
   std::vector<int> var_x(k, -1);
@@ -255,19 +265,12 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   for (size_t i = 0; i < k; ++i) {
     const DataType t = BaseType(loop.enters[i]->output_type(0));
     if (!IsFloat(t)) continue;
-    std::vector<Output> dy;
-    for (Node* ex : loop.exits[i]) {
-      auto it = exit_grads.find(ex->id());
-      if (it != exit_grads.end()) dy.push_back(ToDense(gs, it->second));
-    }
-    Output init;
-    if (dy.empty()) {
+    Output init = exit_sum(i);
+    if (init.node() == nullptr) {
       Output final_value = loop.exits[i].empty()
                                ? Op(gs, "Exit").In(Output(loop.switches[i], 0)).Out()
                                : Output(loop.exits[i][0], 0);
       init = ZerosLike(gs, final_value);
-    } else {
-      init = dy.size() == 1 ? dy[0] : AddN(gs, dy);
     }
     Output m = b.Open(init);
     var_grad[i] = b.Split(m, bpred);
@@ -290,15 +293,6 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     x_enter.push_back(c);
   }
   if (!gs.ok()) return gs.status();
-  // The summed gradients of variable v's Exits (null when none).
-  auto exit_sum = [&](size_t v) {
-    std::vector<Output> dy;
-    for (Node* ex : loop.exits[v]) {
-      auto it = exit_grads.find(ex->id());
-      if (it != exit_grads.end()) dy.push_back(ToDense(gs, it->second));
-    }
-    return dy.empty() ? Output() : dy.size() == 1 ? dy[0] : AddN(gs, dy);
-  };
   auto var_of = [&](const Node* e) {
     return static_cast<size_t>(std::find(loop.enters.begin(), loop.enters.end(), e) -
                                loop.enters.begin());
