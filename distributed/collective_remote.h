@@ -53,7 +53,7 @@
 
 #include "distributed/health.h"
 #include "distributed/worker_interface.h"
-#include "kernels/collective.h"
+#include "kernels/framework/collective.h"
 
 namespace graphrun {
 namespace distributed {

@@ -26,7 +26,7 @@
 #include "graph/op_registry.h"
 #include "graph/proto/config.pb.h"
 #include "graph/types.h"
-#include "kernels/kernel_registry.h"
+#include "kernels/framework/kernel_registry.h"
 
 namespace graphrun {
 namespace distributed {

@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
 #include "graph/proto/graph.pb.h"
-#include "kernels/kernel_registry.h"
-#include "kernels/thread_pool.h"
+#include "kernels/framework/kernel_registry.h"
+#include "kernels/framework/thread_pool.h"
 #include "runtime/device.h"
 
 namespace graphrun {

@@ -1,6 +1,6 @@
 #include "kernels/all_kernels.h"
 
-#include "kernels/test_accel_kernels.h"
+#include "kernels/core/test_accel_kernels.h"
 #ifdef GRAPHRUN_CUDA
 #include "kernels/gpu/gpu_accelerator.h"
 #endif

@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "graph/node_def_util.h"
 #include "graph/tensor.h"
-#include "kernels/op_kernel.h"
+#include "kernels/framework/op_kernel.h"
 
 namespace graphrun {
 

@@ -13,7 +13,7 @@
 #include "gmock/gmock.h"
 #include "graph/testlib.h"
 #include "gtest/gtest.h"
-#include "kernels/checkpoint_util.h"
+#include "kernels/io/checkpoint_util.h"
 #include "runtime/session.h"
 
 namespace graphrun {

@@ -33,7 +33,7 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/collective.h"
+#include "kernels/framework/collective.h"
 
 namespace graphrun {
 

@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "graph/testlib.h"
 #include "gtest/gtest.h"
-#include "kernels/thread_pool.h"
+#include "kernels/framework/thread_pool.h"
 #include "runtime/session.h"
 #include "util/notification.h"
 

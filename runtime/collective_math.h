@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "graph/types.h"
-#include "kernels/collective.h"
+#include "kernels/framework/collective.h"
 
 // gcc's -O2 vectorizes only loops whose trip count it knows; these are
 // memory-bound loops over megabytes, worth vectorizing whatever n is.

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kernels/device_base.h"
-#include "kernels/file_access.h"
+#include "kernels/framework/device_base.h"
+#include "kernels/framework/file_access.h"
 #include "runtime/session.h"
 
 namespace graphrun {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "kernels/kernel_registry.h"
+#include "kernels/framework/kernel_registry.h"
 #include "runtime/collective_local.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"

@@ -11,8 +11,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
-#include "kernels/denormal.h"
-#include "kernels/variable.h"
+#include "kernels/framework/denormal.h"
+#include "kernels/framework/variable.h"
 #include "runtime/function_call.h"
 
 namespace graphrun {

@@ -22,8 +22,8 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/proto/step_stats.pb.h"
-#include "kernels/kernel_registry.h"
-#include "kernels/op_kernel.h"
+#include "kernels/framework/kernel_registry.h"
+#include "kernels/framework/op_kernel.h"
 
 namespace graphrun {
 

@@ -15,8 +15,8 @@
 #include <memory>
 
 #include "graph/proto/graph.pb.h"
-#include "kernels/kernel_registry.h"
-#include "kernels/op_kernel.h"
+#include "kernels/framework/kernel_registry.h"
+#include "kernels/framework/op_kernel.h"
 
 namespace graphrun {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
-#include "kernels/rendezvous.h"
+#include "kernels/framework/rendezvous.h"
 
 namespace graphrun {
 

@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
-#include "kernels/thread_pool.h"
+#include "kernels/framework/thread_pool.h"
 #include "placement/device_spec.h"
 #include "placement/partition.h"
 

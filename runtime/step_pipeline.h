@@ -27,7 +27,7 @@
 #include "graph/proto/config.pb.h"
 #include "graph/proto/graph.pb.h"
 #include "graph/proto/step_stats.pb.h"
-#include "kernels/kernel_registry.h"
+#include "kernels/framework/kernel_registry.h"
 #include "placement/placer.h"
 #include "runtime/client_graph.h"
 #include "runtime/device.h"

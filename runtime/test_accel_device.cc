@@ -10,7 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "kernels/test_accel_kernels.h"
+#include "kernels/core/test_accel_kernels.h"
 
 namespace graphrun {
 namespace {

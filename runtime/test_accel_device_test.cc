@@ -18,7 +18,7 @@
 #include "graph/testlib.h"
 #include "gtest/gtest.h"
 #include "kernels/all_kernels.h"
-#include "kernels/test_accel_kernels.h"
+#include "kernels/core/test_accel_kernels.h"
 #include "runtime/device_factory.h"
 #include "runtime/direct_session.h"
 #include "util/notification.h"

@@ -15,7 +15,7 @@
 #include "google/protobuf/text_format.h"
 #include "graph/proto/config.pb.h"
 #include "gtest/gtest.h"
-#include "kernels/checkpoint_util.h"
+#include "kernels/io/checkpoint_util.h"
 #include "tools/file_util.h"
 #include "tools/npy.h"
 #include "util/json.h"

@@ -15,7 +15,7 @@
 #include "distributed/rpc/grpc_session.h"
 #include "distributed/slurm.h"
 #include "graph/status.h"
-#include "kernels/dataset_util.h"
+#include "kernels/data/dataset_util.h"
 #include "tools/credential_flags.h"
 #include "tools/file_util.h"
 #include "tools/flags.h"

@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "client/ops.h"
 #include "graph/status.h"
-#include "kernels/checkpoint_util.h"
+#include "kernels/io/checkpoint_util.h"
 
 namespace graphrun {
 namespace client {

@@ -25,7 +25,7 @@
 #include "distributed/rpc/grpc_session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/checkpoint_util.h"
+#include "kernels/io/checkpoint_util.h"
 #include "placement/replica_device_setter.h"
 
 namespace graphrun {

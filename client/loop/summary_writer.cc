@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
-#include "kernels/checkpoint_util.h"
+#include "kernels/io/checkpoint_util.h"
 
 namespace graphrun {
 namespace client {

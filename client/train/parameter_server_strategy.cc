@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
-#include "kernels/dataset_util.h"
+#include "kernels/data/dataset_util.h"
 #include "placement/ps_strategy.h"
 #include "placement/replica_device_setter.h"
 

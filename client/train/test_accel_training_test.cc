@@ -13,7 +13,7 @@
 #include "client/train/models.h"
 #include "client/train/ops_internal.h"
 #include "gtest/gtest.h"
-#include "kernels/test_accel_kernels.h"
+#include "kernels/core/test_accel_kernels.h"
 #include "runtime/device_factory.h"
 #include "runtime/direct_session.h"
 #include "runtime/test_accel_device.h"

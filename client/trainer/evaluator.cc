@@ -32,7 +32,7 @@
 #include "client/trainer/trainer_internal.h"
 #include "distributed/local_cluster.h"
 #include "graph/status.h"
-#include "kernels/dataset_util.h"
+#include "kernels/data/dataset_util.h"
 #include "placement/balanced_strategy.h"
 #include "placement/placement_report.h"
 #include "placement/ps_strategy.h"

@@ -14,7 +14,7 @@
 #include "client/trainer/trainer_internal.h"
 #include "google/protobuf/text_format.h"
 #include "graph/status.h"
-#include "kernels/checkpoint_util.h"
+#include "kernels/io/checkpoint_util.h"
 
 namespace graphrun {
 namespace client {

@@ -36,7 +36,7 @@
 #include "distributed/local_cluster.h"
 #include "distributed/rpc/grpc_session.h"
 #include "graph/status.h"
-#include "kernels/dataset_util.h"
+#include "kernels/data/dataset_util.h"
 #include "placement/balanced_strategy.h"
 #include "placement/placement_report.h"
 #include "placement/ps_strategy.h"

@@ -11,7 +11,7 @@
 
 #include <mutex>
 
-#include "kernels/device_base.h"
+#include "kernels/framework/device_base.h"
 
 namespace graphrun {
 

@@ -13,10 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
+#include "kernels/framework/kernel_registry.h"
+#include "kernels/framework/op_kernel.h"
 #include "kernels/gpu/gpu_accelerator.h"
 #include "kernels/gpu/gpu_launch.h"
-#include "kernels/kernel_registry.h"
-#include "kernels/op_kernel.h"
 
 namespace graphrun {
 namespace {

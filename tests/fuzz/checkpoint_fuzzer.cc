@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "graph/memory_budget.h"
-#include "kernels/checkpoint_internal.h"
+#include "kernels/io/checkpoint_internal.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace graphrun;

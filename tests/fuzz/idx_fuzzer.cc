@@ -9,7 +9,7 @@
 #include <string>
 
 #include "graph/memory_budget.h"
-#include "kernels/dataset_io_util.h"
+#include "kernels/data/dataset_io_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace graphrun;

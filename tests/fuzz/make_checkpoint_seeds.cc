@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/checkpoint_internal.h"
+#include "kernels/io/checkpoint_internal.h"
 
 namespace graphrun {
 namespace checkpoint {

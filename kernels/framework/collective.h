@@ -1,0 +1,84 @@
+// Collectives as kernels see them: the V2 collective ops (CollectiveReduceV2,
+// CollectiveGatherV2, CollectiveBcastSendV2/RecvV2, under TensorFlow's
+// names and attrs) describe one member's part of a collective and hand it
+// to a CollectiveExecutor, which the runtime provides per step. One
+// implementation per transport: in-process devices (shared memory,
+// runtime/collective_local.h), tasks over the data channel, and later NCCL;
+// the ops never know which.
+//
+// Group and instance: the members of group `group_key` (group_size
+// devices) find each other on their first collective; a member is ranked
+// by its device name, sorted. The n-th run of instance `instance_key` on a
+// device meets the n-th run on every other member, so the same graph runs
+// step after step with the same keys. Every member gets a bit-identical
+// result.
+#ifndef GRAPHRUN_KERNELS_FRAMEWORK_COLLECTIVE_H_
+#define GRAPHRUN_KERNELS_FRAMEWORK_COLLECTIVE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "graph/tensor.h"
+#include "kernels/framework/cancellation.h"
+
+namespace graphrun {
+
+enum class CollectiveType { kReduce, kGather, kBroadcastSend, kBroadcastRecv };
+enum class CollectiveMerge { kAdd, kMul, kMin, kMax };
+enum class CollectiveFinal { kId, kDiv };
+
+// "reduce", "gather", "broadcast send", "broadcast recv".
+inline const char* CollectiveTypeName(CollectiveType type) {
+  switch (type) {
+    case CollectiveType::kReduce:
+      return "reduce";
+    case CollectiveType::kGather:
+      return "gather";
+    case CollectiveType::kBroadcastSend:
+      return "broadcast send";
+    case CollectiveType::kBroadcastRecv:
+      return "broadcast recv";
+  }
+  return "?";
+}
+
+// One member's description of one run of a collective.
+struct CollectiveArgs {
+  CollectiveType type = CollectiveType::kReduce;
+  int group_size = 0;
+  int32_t group_key = 0;
+  int32_t instance_key = 0;
+  CollectiveMerge merge_op = CollectiveMerge::kAdd;
+  CollectiveFinal final_op = CollectiveFinal::kId;
+  // "auto", "ring", "recursive_doubling" (executors may add their own).
+  std::string communication_hint = "auto";
+  double timeout_seconds = 0;  // 0: no limit
+  DataType dtype = DT_INVALID;
+  // kBroadcastRecv: the shape the receiver expects.
+  TensorShape shape;
+  std::string device;   // the member's device, full name
+  int64_t step_id = 0;  // the step running it
+  std::string node;     // the op's node, for errors
+};
+
+class CollectiveExecutor {
+ public:
+  using DoneCallback = std::function<void(absl::StatusOr<Tensor>)>;
+  virtual ~CollectiveExecutor() = default;
+
+  // Runs `args.device`'s part with `input` (ignored for kBroadcastRecv).
+  // Calls `done` exactly once, possibly on another thread, with the result
+  // (a new tensor this member owns) or an error naming the group, the
+  // instance and the node: InvalidArgument for members that disagree
+  // (group size, dtype, shape, type), DeadlineExceeded when the members do
+  // not all arrive within args.timeout_seconds, Cancelled when `cancel`
+  // (may be null) cancels first, Unavailable when a member's task is gone.
+  virtual void Run(const CollectiveArgs& args, const Tensor& input, CancellationManager* cancel,
+                   DoneCallback done) = 0;
+};
+
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_KERNELS_FRAMEWORK_COLLECTIVE_H_

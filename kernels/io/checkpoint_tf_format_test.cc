@@ -1,0 +1,318 @@
+// TensorFlow's checkpoint format, checked against the format's definition
+// rather than against our own reader: the test decodes the .index table
+// and the data file byte by byte (footer, block handles, block trailers
+// with masked CRC32C, prefix-compressed records, protobuf wire format at
+// TensorFlow's field numbers, OrderedCode slice keys, string layout), and
+// builds a snappy-compressed table by hand for the reader.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/io/checkpoint_util.h"
+#include "snappy.h"
+
+namespace graphrun {
+namespace {
+
+using ::testing::ElementsAre;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+void WriteAll(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
+std::string TempDir(const std::string& name) {
+  std::string d = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  ::mkdir(d.c_str(), 0755);
+  return d;
+}
+
+uint32_t Mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+uint32_t Fixed32(const std::string& s, size_t at) {
+  return static_cast<uint32_t>(static_cast<uint8_t>(s[at])) |
+         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 1])) << 8 |
+         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 2])) << 16 |
+         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 3])) << 24;
+}
+uint64_t Varint(const std::string& s, size_t* pos) {
+  uint64_t v = 0;
+  for (int shift = 0; *pos < s.size(); shift += 7) {
+    uint8_t b = static_cast<uint8_t>(s[(*pos)++]);
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) break;
+  }
+  return v;
+}
+void PutVarint(std::string* s, uint64_t v) {
+  while (v >= 0x80) {
+    s->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  s->push_back(static_cast<char>(v));
+}
+void PutFixed32(std::string* s, uint32_t v) {
+  for (int i = 0; i < 4; ++i) s->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+// A block's contents after checking its trailer (uncompressed blocks only).
+std::string Block(const std::string& file, uint64_t offset, uint64_t size) {
+  EXPECT_LE(offset + size + 5, file.size());
+  EXPECT_EQ(file[offset + size], '\0') << "compression type";
+  uint32_t crc = checkpoint::Crc32c(0, file.data() + offset, size + 1);
+  EXPECT_EQ(Fixed32(file, offset + size + 1), Mask(crc)) << "block trailer CRC";
+  return file.substr(offset, size);
+}
+
+// The records of a block, undoing prefix compression.
+std::vector<std::pair<std::string, std::string>> Records(const std::string& block) {
+  const uint32_t restarts = Fixed32(block, block.size() - 4);
+  const size_t end = block.size() - 4 - 4 * restarts;
+  EXPECT_EQ(Fixed32(block, end), 0u) << "first restart point";
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string key;
+  for (size_t pos = 0; pos < end;) {
+    uint64_t shared = Varint(block, &pos), non_shared = Varint(block, &pos);
+    uint64_t value_len = Varint(block, &pos);
+    key = key.substr(0, shared) + block.substr(pos, non_shared);
+    pos += non_shared;
+    out.emplace_back(key, block.substr(pos, value_len));
+    pos += value_len;
+  }
+  return out;
+}
+
+// A protobuf message as field number -> raw values (varints as numbers in
+// decimal text, length-delimited and fixed32 as bytes).
+std::multimap<int, std::string> Fields(const std::string& msg) {
+  std::multimap<int, std::string> f;
+  for (size_t pos = 0; pos < msg.size();) {
+    uint64_t tag = Varint(msg, &pos);
+    int field = static_cast<int>(tag >> 3), wire = static_cast<int>(tag & 7);
+    if (wire == 0) {
+      f.emplace(field, std::to_string(Varint(msg, &pos)));
+    } else if (wire == 2) {
+      uint64_t n = Varint(msg, &pos);
+      f.emplace(field, msg.substr(pos, n));
+      pos += n;
+    } else if (wire == 5) {
+      f.emplace(field, msg.substr(pos, 4));
+      pos += 4;
+    } else {
+      ADD_FAILURE() << "unexpected wire type " << wire;
+      break;
+    }
+  }
+  return f;
+}
+std::string One(const std::multimap<int, std::string>& f, int field) {
+  EXPECT_EQ(f.count(field), 1u) << "field " << field;
+  auto it = f.find(field);
+  return it == f.end() ? "" : it->second;
+}
+std::vector<std::string> All(const std::multimap<int, std::string>& f, int field) {
+  std::vector<std::string> v;
+  for (auto [a, b] = f.equal_range(field); a != b; ++a) v.push_back(a->second);
+  return v;
+}
+// TensorShapeProto (dim = 2, Dim.size = 1) -> sizes.
+std::vector<int64_t> Dims(const std::string& shape) {
+  std::vector<int64_t> d;
+  for (const std::string& dim : All(Fields(shape), 2)) {
+    auto f = Fields(dim);
+    d.push_back(f.count(1) ? std::stoll(One(f, 1)) : 0);
+  }
+  return d;
+}
+
+Tensor Floats(std::vector<float> v, TensorShape shape) {
+  Tensor t(DT_FLOAT, shape);
+  for (size_t i = 0; i < v.size(); ++i) t.flat<float>()[i] = v[i];
+  return t;
+}
+
+TEST(TfCheckpointFormatTest, WrittenBytesDecodeAsTensorFlowDefinesThem) {
+  const std::string prefix = TempDir("written") + "/model.ckpt-7";
+  {
+    auto w = checkpoint::BundleWriter::Create(prefix);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE((*w)->Add("a", Floats({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}))).ok());
+    Tensor s(DT_STRING, TensorShape({2}));
+    s.flat<std::string>()[0] = "xy";
+    s.flat<std::string>()[1] = "z";
+    ASSERT_TRUE((*w)->Add("s", s).ok());
+    // Rows 2..3 of a [4,3] partitioned variable.
+    auto slice = checkpoint::TensorSlice::Parse("2,2:-");
+    ASSERT_TRUE(slice.ok());
+    auto resolved = slice->Resolve(TensorShape({4, 3}));
+    ASSERT_TRUE(resolved.ok());
+    ASSERT_TRUE((*w)->AddSlice("p", TensorShape({4, 3}), *resolved,
+                               Floats({7, 8, 9, 10, 11, 12}, TensorShape({2, 3})))
+                    .ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  const std::string index = ReadAll(prefix + ".index");
+  const std::string data = ReadAll(prefix + ".data-00000-of-00001");
+
+  // Footer: two handles padded to 40 bytes, then the magic number.
+  ASSERT_GE(index.size(), 48u);
+  EXPECT_EQ(Fixed32(index, index.size() - 8), 0x8b80fb57u);
+  EXPECT_EQ(Fixed32(index, index.size() - 4), 0xdb477524u);
+  size_t pos = index.size() - 48;
+  uint64_t meta_off = Varint(index, &pos), meta_size = Varint(index, &pos);
+  uint64_t index_off = Varint(index, &pos), index_size = Varint(index, &pos);
+  EXPECT_TRUE(Records(Block(index, meta_off, meta_size)).empty());
+  std::vector<std::pair<std::string, std::string>> records;
+  for (const auto& [last_key, handle] : Records(Block(index, index_off, index_size))) {
+    size_t p = 0;
+    uint64_t off = Varint(handle, &p), size = Varint(handle, &p);
+    auto block = Records(Block(index, off, size));
+    EXPECT_EQ(block.back().first, last_key);
+    records.insert(records.end(), block.begin(), block.end());
+  }
+  // Keys in bytewise order: the header, the slice key, then the names.
+  const std::string slice_key("\x00p\x00\x01\x01\x02\x82\x82\x80\x7f", 10);
+  ASSERT_EQ(records.size(), 5u);
+  EXPECT_EQ(records[0].first, "");
+  EXPECT_EQ(records[1].first, slice_key);
+  EXPECT_EQ(records[2].first, "a");
+  EXPECT_EQ(records[3].first, "p");
+  EXPECT_EQ(records[4].first, "s");
+
+  // BundleHeaderProto: num_shards = 1 (field 1), version.producer = 1 (3.1).
+  auto header = Fields(records[0].second);
+  EXPECT_EQ(One(header, 1), "1");
+  EXPECT_EQ(One(Fields(One(header, 3)), 1), "1");
+
+  // BundleEntryProto "a": dtype 1 (DT_FLOAT), shape [2,3], shard 0
+  // (default, absent), offset, size 24, masked CRC32C of the bytes.
+  auto check_data = [&](const std::multimap<int, std::string>& e, uint64_t size) {
+    uint64_t offset = e.count(4) ? std::stoull(One(e, 4)) : 0;
+    EXPECT_EQ(One(e, 5), std::to_string(size));
+    EXPECT_EQ(e.count(3), 0u);
+    const std::string crc = One(e, 6);
+    EXPECT_EQ(Fixed32(crc, 0), Mask(checkpoint::Crc32c(0, data.data() + offset, size)));
+    return data.substr(offset, size);
+  };
+  auto a = Fields(records[2].second);
+  EXPECT_EQ(One(a, 1), "1");
+  EXPECT_THAT(Dims(One(a, 2)), ElementsAre(2, 3));
+  std::string a_bytes = check_data(a, 24);
+  float a_values[6];
+  std::memcpy(a_values, a_bytes.data(), 24);
+  EXPECT_THAT(a_values, ElementsAre(1, 2, 3, 4, 5, 6));
+
+  // "s": DT_STRING (7); varint lengths 2, 1; masked CRC of those two bytes;
+  // then "xyz".
+  auto s = Fields(records[4].second);
+  EXPECT_EQ(One(s, 1), "7");
+  std::string s_bytes = check_data(s, 2 + 4 + 3);
+  EXPECT_EQ(s_bytes.substr(0, 2), std::string("\x02\x01", 2));
+  EXPECT_EQ(Fixed32(s_bytes, 2), Mask(checkpoint::Crc32c(0, "\x02\x01", 2)));
+  EXPECT_EQ(s_bytes.substr(6), "xyz");
+
+  // "p": the full tensor's entry, shape [4,3], no data, one slice (field 7)
+  // whose extents are {start 2, length 2} and {} (the whole dimension).
+  auto p = Fields(records[3].second);
+  EXPECT_EQ(One(p, 1), "1");
+  EXPECT_THAT(Dims(One(p, 2)), ElementsAre(4, 3));
+  EXPECT_EQ(p.count(5), 0u);
+  auto extents = All(Fields(One(p, 7)), 1);
+  ASSERT_EQ(extents.size(), 2u);
+  auto e0 = Fields(extents[0]);
+  EXPECT_EQ(One(e0, 1), "2");
+  EXPECT_EQ(One(e0, 2), "2");
+  EXPECT_TRUE(extents[1].empty());
+  // The slice's own entry: shape [2,3] and its 24 bytes.
+  auto ps = Fields(records[1].second);
+  EXPECT_THAT(Dims(One(ps, 2)), ElementsAre(2, 3));
+  std::string p_bytes = check_data(ps, 24);
+  float p_values[6];
+  std::memcpy(p_values, p_bytes.data(), 24);
+  EXPECT_THAT(p_values, ElementsAre(7, 8, 9, 10, 11, 12));
+}
+
+// A table as recent TensorFlow writes it, with a snappy-compressed data
+// block, made here without the writer; the reader restores from it.
+TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
+  const std::string prefix = TempDir("snappy") + "/tf.ckpt";
+  // Data file: w = [0.5, -2] (float32).
+  float w[2] = {0.5f, -2.0f};
+  const std::string data(reinterpret_cast<const char*>(w), 8);
+  WriteAll(prefix + ".data-00000-of-00001", data);
+
+  auto field_varint = [](std::string* m, int field, uint64_t v) {
+    PutVarint(m, static_cast<uint64_t>(field) << 3);
+    PutVarint(m, v);
+  };
+  auto field_bytes = [](std::string* m, int field, const std::string& v) {
+    PutVarint(m, (static_cast<uint64_t>(field) << 3) | 2);
+    PutVarint(m, v.size());
+    m->append(v);
+  };
+  std::string header, version, entry, shape, dim;
+  field_varint(&version, 1, 1);
+  field_varint(&header, 1, 1);
+  field_bytes(&header, 3, version);
+  field_varint(&dim, 1, 2);
+  field_bytes(&shape, 2, dim);
+  field_varint(&entry, 1, 1);  // DT_FLOAT
+  field_bytes(&entry, 2, shape);
+  field_varint(&entry, 5, 8);
+  PutVarint(&entry, (6 << 3) | 5);
+  PutFixed32(&entry, Mask(checkpoint::Crc32c(0, data.data(), data.size())));
+
+  auto block = [](const std::vector<std::pair<std::string, std::string>>& recs) {
+    std::string b;
+    for (const auto& [k, v] : recs) {
+      PutVarint(&b, 0);
+      PutVarint(&b, k.size());
+      PutVarint(&b, v.size());
+      b += k + v;
+    }
+    PutFixed32(&b, 0);
+    PutFixed32(&b, 1);
+    return b;
+  };
+  std::string file;
+  auto append = [&](const std::string& contents, char type) {
+    std::string handle;
+    PutVarint(&handle, file.size());
+    PutVarint(&handle, contents.size());
+    file += contents;
+    file.push_back(type);
+    std::string with_type = contents + type;
+    PutFixed32(&file, Mask(checkpoint::Crc32c(0, with_type.data(), with_type.size())));
+    return handle;
+  };
+  std::string compressed;
+  snappy::Compress(block({{"", header}, {"w", entry}}).data(),
+                   block({{"", header}, {"w", entry}}).size(), &compressed);
+  std::string data_handle = append(compressed, 1);
+  std::string footer = append(block({}), 0);
+  footer += append(block({{"w", data_handle}}), 0);
+  footer.resize(40, '\0');
+  PutFixed32(&footer, 0x8b80fb57u);
+  PutFixed32(&footer, 0xdb477524u);
+  WriteAll(prefix + ".index", file + footer);
+
+  auto reader = checkpoint::BundleReader::Open(prefix);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto t = (*reader)->Lookup("w");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT(t->flat<float>(), ElementsAre(0.5f, -2.0f));
+}
+
+}  // namespace
+}  // namespace graphrun

@@ -1,0 +1,221 @@
+// TensorSlice, ParseShapeAndSlice, CRC32C and the file names of the
+// checkpoint bundle format (docs/checkpoint_format.md). The rest of the
+// format lives in checkpoint_io.cc (file access), checkpoint_index.cc (tensor
+// and index encoding), checkpoint_writer.cc (BundleWriter, MergeBundles),
+// checkpoint_reader.cc (BundleReader) and checkpoint_state.cc (the
+// "checkpoint" state file, DeleteCheckpoint).
+#include "kernels/io/checkpoint_util.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "graph/status.h"
+#include "kernels/io/checkpoint_internal.h"
+
+#if defined(__SSE4_2__)
+#include <nmmintrin.h>
+#endif
+
+namespace graphrun {
+namespace checkpoint {
+
+// ---------------------------------------------------------------------------
+// CRC32C.
+
+namespace {
+struct Crc32cTable {
+  uint32_t t[256];
+  Crc32cTable() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      t[i] = c;
+    }
+  }
+};
+}  // namespace
+
+uint32_t Crc32c(uint32_t crc, const char* data, size_t n) {
+  uint32_t c = ~crc;
+  const auto* p = reinterpret_cast<const unsigned char*>(data);
+#if defined(__SSE4_2__)
+  uint64_t c64 = c;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c64 = _mm_crc32_u64(c64, v);
+    p += 8;
+    n -= 8;
+  }
+  c = static_cast<uint32_t>(c64);
+  while (n > 0) {
+    c = _mm_crc32_u8(c, *p++);
+    --n;
+  }
+#else
+  static const Crc32cTable table;
+  while (n > 0) {
+    c = table.t[(c ^ *p++) & 0xff] ^ (c >> 8);
+    --n;
+  }
+#endif
+  return ~c;
+}
+
+// ---------------------------------------------------------------------------
+// Names.
+
+std::string IndexFilename(absl::string_view prefix) { return absl::StrCat(prefix, ".index"); }
+std::string DataFilename(absl::string_view prefix, int shard, int num_shards) {
+  return absl::StrFormat("%s.data-%05d-of-%05d", prefix, shard, num_shards);
+}
+std::string ShardedFilename(absl::string_view basename, int shard, int num_shards) {
+  return absl::StrFormat("%s-%05d-of-%05d", basename, shard, num_shards);
+}
+std::string ShardedFilespec(absl::string_view basename, int num_shards) {
+  return absl::StrFormat(
+      "%s-?????"
+      "-of-%05d",
+      basename, num_shards);
+}
+
+// ---------------------------------------------------------------------------
+// TensorSlice.
+
+TensorSlice TensorSlice::Full(int rank) {
+  TensorSlice s;
+  for (int d = 0; d < rank; ++d) s.AddDim(0, -1);
+  return s;
+}
+
+absl::StatusOr<TensorSlice> TensorSlice::Parse(absl::string_view spec) {
+  TensorSlice s;
+  if (spec.empty()) return s;
+  for (absl::string_view part : absl::StrSplit(spec, ':')) {
+    if (part == "-") {
+      s.AddDim(0, -1);
+      continue;
+    }
+    std::vector<absl::string_view> sl = absl::StrSplit(part, ',');
+    int64_t start, length;
+    if (sl.size() != 2 || !absl::SimpleAtoi(sl[0], &start) || !absl::SimpleAtoi(sl[1], &length) ||
+        start < 0 || length < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad tensor slice '", spec, "': expected start,length or - per dimension"));
+    }
+    s.AddDim(start, length);
+  }
+  if (s.dims() > kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat("bad tensor slice '", spec, "': rank"));
+  }
+  return s;
+}
+
+absl::StatusOr<TensorSlice> TensorSlice::Resolve(const TensorShape& shape) const {
+  if (dims() != shape.dims()) {
+    return absl::InvalidArgumentError(absl::StrCat("slice ", DebugString(), " has rank ", dims(),
+                                                   " but shape ", shape.DebugString(), " rank ",
+                                                   shape.dims()));
+  }
+  TensorSlice r;
+  for (int d = 0; d < dims(); ++d) {
+    int64_t dim = shape.dim_size(d);
+    if (IsFullAt(d)) {
+      r.AddDim(0, dim);
+    } else if (start(d) > dim || length(d) > dim - start(d)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("slice ", DebugString(), " leaves shape ", shape.DebugString()));
+    } else {
+      r.AddDim(start(d), length(d));
+    }
+  }
+  return r;
+}
+
+TensorShape TensorSlice::SliceShape() const { return TensorShape(lengths_); }
+
+bool TensorSlice::Covers(const TensorShape& shape) const {
+  if (dims() != shape.dims()) return false;
+  for (int d = 0; d < dims(); ++d) {
+    if (starts_[d] != 0 || lengths_[d] != shape.dim_size(d)) return false;
+  }
+  return true;
+}
+
+bool TensorSlice::Overlaps(const TensorSlice& o) const {
+  if (dims() != o.dims()) return false;
+  return IntersectionVolume(*this, o) > 0;
+}
+
+std::string TensorSlice::DebugString() const {
+  std::vector<std::string> parts;
+  for (int d = 0; d < dims(); ++d) {
+    parts.push_back(IsFullAt(d) ? "-" : absl::StrCat(starts_[d], ",", lengths_[d]));
+  }
+  return absl::StrJoin(parts, ":");
+}
+
+absl::StatusOr<ShapeAndSlice> ParseShapeAndSlice(absl::string_view spec) {
+  ShapeAndSlice r;
+  if (spec.empty()) return r;
+  r.whole = false;
+  std::vector<absl::string_view> parts = absl::StrSplit(spec, ' ', absl::SkipEmpty());
+  if (parts.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("bad shape_and_slice '", spec, "'"));
+  }
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    int64_t d;
+    if (!absl::SimpleAtoi(parts[i], &d) || d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad shape_and_slice '", spec, "': '", parts[i], "' is not a dimension"));
+    }
+    dims.push_back(d);
+  }
+  // The slice of a scalar is empty, so "" after the dims may be missing; a
+  // last part that parses as a number with no slice syntax is a dimension.
+  absl::string_view last = parts.back();
+  int64_t d;
+  TensorSlice slice;
+  if (absl::SimpleAtoi(last, &d) && !absl::StrContains(last, ',')) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("bad shape_and_slice '", spec, "'"));
+    dims.push_back(d);
+    slice = TensorSlice::Full(static_cast<int>(dims.size()));
+  } else {
+    GR_ASSIGN_OR_RETURN(slice, TensorSlice::Parse(last));
+  }
+  if (dims.size() > static_cast<size_t>(kMaxRank)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad shape_and_slice '", spec, "': rank"));
+  }
+  GR_ASSIGN_OR_RETURN(r.full_shape, TensorShape::Make(dims));
+  auto resolved = slice.Resolve(r.full_shape);
+  if (!resolved.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad shape_and_slice '", spec, "': ", resolved.status().message()));
+  }
+  r.slice = *resolved;
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Slice geometry.
+
+int64_t IntersectionVolume(const TensorSlice& a, const TensorSlice& b) {
+  int64_t v = 1;
+  for (int d = 0; d < a.dims(); ++d) {
+    int64_t lo = std::max(a.start(d), b.start(d));
+    int64_t hi = std::min(a.start(d) + a.length(d), b.start(d) + b.length(d));
+    if (hi <= lo) return 0;
+    v *= hi - lo;
+  }
+  return v;
+}
+
+}  // namespace checkpoint
+}  // namespace graphrun
