@@ -54,7 +54,7 @@
 namespace graphrun {
 
 // A FunctionDef attr: calls of the function are not inlined but run as
-// call frames (kernels/function_call_kernels.cc), as TensorFlow's
+// call frames (kernels/core/function_call_kernels.cc), as TensorFlow's
 // `_noinline`.
 constexpr char kNoInlineAttr[] = "_noinline";
 // A call node attr: inline this call even of a `_noinline` function (how a

@@ -64,7 +64,7 @@ struct DeviceMgrOptions {
   double accelerator_memory_fraction = 0;
   bool accelerator_allow_growth = false;
   int intra_op_threads = 0;  // 0 = number of cores
-  // Files the devices' kernels may touch (kernels/file_access.h); null:
+  // Files the devices' kernels may touch (kernels/framework/file_access.h); null:
   // any.
   std::shared_ptr<const FileAccessPolicy> file_access;
 };

@@ -1,6 +1,6 @@
 // The FunctionLibraryRuntime an Executor hands the kernels of a graph that
 // carries a function library: it instantiates a library function as a call
-// frame (kernels/function_call_kernels.cc).
+// frame (kernels/core/function_call_kernels.cc).
 //
 // Instantiation builds the graph
 //   _Arg(0..n-1) -> the function, inlined -> _Retval(0..m-1)

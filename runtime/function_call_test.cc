@@ -1,6 +1,6 @@
 // Call frames: functions marked `_noinline` stay calls after lowering and
 // run in executors of their own (runtime/function_call.h,
-// kernels/function_call_kernels.cc).
+// kernels/core/function_call_kernels.cc).
 #include "runtime/function_call.h"
 
 #include "absl/strings/str_cat.h"

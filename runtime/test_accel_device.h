@@ -1,4 +1,4 @@
-// The TEST_ACCEL device (kernels/test_accel_kernels.h says why it exists):
+// The TEST_ACCEL device (kernels/core/test_accel_kernels.h says why it exists):
 // an accelerator in ordinary memory with its own allocator (a memory limit,
 // bytes in use and peak), a compute stream, host-to-device and
 // device-to-host streams (one thread each, running work in order), and

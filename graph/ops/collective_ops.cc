@@ -1,7 +1,7 @@
 // Collective ops, TensorFlow's V2 forms (group and instance keys as
 // inputs): all-reduce, all-gather and broadcast among group_size devices.
 // Input order, attrs and defaults are TensorFlow's, so graphs that use
-// them load unchanged. Kernels: kernels/collective_kernels.cc.
+// them load unchanged. Kernels: kernels/core/collective_kernels.cc.
 #include "graph/ops/all_ops.h"
 #include "graph/ops/shape_fns.h"
 

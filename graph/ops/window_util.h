@@ -1,5 +1,5 @@
 // Window geometry shared by the shape functions (graph/ops/conv_ops.cc) and
-// the CPU kernels (kernels/conv_kernels.cc) of convolution and pooling ops,
+// the CPU kernels (kernels/nn/conv_kernels.cc) of convolution and pooling ops,
 // so both agree on output sizes and padding. Follows TensorFlow's
 // GetWindowedOutputSizeVerbose: SAME gives ceil(in / stride) outputs with
 // the padding split evenly, the odd element after; VALID gives

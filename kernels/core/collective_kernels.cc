@@ -1,6 +1,6 @@
 // Kernels of the V2 collective ops (graph/ops/collective_ops.cc): each
 // reads its group and instance, describes its member's part and hands it
-// to the step's CollectiveExecutor (kernels/collective.h), completing
+// to the step's CollectiveExecutor (kernels/framework/collective.h), completing
 // asynchronously, without holding a thread, when every member has arrived.
 #include "absl/strings/str_cat.h"
 #include "kernels/core/register.h"

@@ -5,7 +5,7 @@
 //   * resource variables: VarHandleOp outputs a ResourceHandle naming the
 //     Var; AssignVariableOp creates it on first assignment; readers look it
 //     up (missing = uninitialised).
-// Update discipline (kernels/variable.h): assignments replace the tensor;
+// Update discipline (kernels/framework/variable.h): assignments replace the tensor;
 // in-place arithmetic only when the Var holds the sole reference to its
 // buffer, otherwise copy-on-write, so earlier reads are stable snapshots.
 #include <string>

@@ -1,4 +1,4 @@
-// The datasets behind the dataset ops (kernels/dataset_kernels.cc), as C++
+// The datasets behind the dataset ops (kernels/data/dataset_kernels.cc), as C++
 // factories. Each returns a dataset in a shared_ptr (see dataset_util.h);
 // arguments are validated here, so kernels only translate inputs and
 // attrs. Semantics and the on-disk cache format: docs/datasets.md.

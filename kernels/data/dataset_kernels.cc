@@ -1,6 +1,6 @@
 // CPU kernels of the dataset and iterator ops (graph/ops/dataset_ops.cc).
 // Dataset kernels translate inputs and attrs into a dataset
-// (kernels/dataset_internal.h) and check its element signature against the
+// (kernels/data/dataset_internal.h) and check its element signature against the
 // node's output_types/output_shapes. Iterators are IteratorResource objects
 // in the device's ResourceMgr under (container, shared_name or node name).
 #include <sys/stat.h>

@@ -74,7 +74,7 @@ class DeviceBase {
   // Random per process start; part of every rendezvous key this device
   // sends under, so a restarted task is detected.
   virtual uint64_t incarnation() const = 0;
-  // Files this device's kernels may touch (kernels/file_access.h); null:
+  // Files this device's kernels may touch (kernels/framework/file_access.h); null:
   // any (an in-process session's).
   virtual const FileAccessPolicy* file_access() const { return nullptr; }
   // Accelerators' memory, streams and copies; null for the CPU, whose

@@ -1,5 +1,5 @@
 // Private helpers shared by the files implementing the checkpoint bundle
-// format (docs/checkpoint_format.md); the API is kernels/checkpoint_util.h.
+// format (docs/checkpoint_format.md); the API is kernels/io/checkpoint_util.h.
 //   checkpoint_io.cc      file access: every OS call of the format goes
 //                         through these helpers (atomic tempstate writes);
 //   checkpoint_index.cc   tensor encoding and the index file's encoding;

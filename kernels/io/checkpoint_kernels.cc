@@ -1,5 +1,5 @@
 // CPU kernels of the checkpoint ops (graph/ops/io_ops.cc) over the bundle
-// format of kernels/checkpoint_util.h. SaveV2 writes one shard on the device
+// format of kernels/io/checkpoint_util.h. SaveV2 writes one shard on the device
 // that runs it (so a PS saves its own variables), MergeV2Checkpoints builds
 // the single index, RestoreV2 assembles slices from any number of shards.
 // The kernels hold no state between steps: every run opens the files anew.

@@ -2,7 +2,7 @@
 // default registry, inputs reused, output allocated per call as in a real
 // step) against dnnl_sgemm called directly on preallocated buffers.
 //
-//   bazel run -c opt //kernels:matmul_benchmark
+//   bazel run -c opt //kernels/math:matmul_benchmark
 //
 // BM_MatMulRatio interleaves the two and reports kernel/direct GFLOP/s as
 // the counter "ratio" (goal: >= 0.9).

@@ -2,7 +2,7 @@
 // updates (dense and sparse, on ref and resource variables), resource
 // scatter updates and UnsortedSegmentSum.
 //
-// Update discipline (kernels/variable.h): an update locks the mutexes of all
+// Update discipline (kernels/framework/variable.h): an update locks the mutexes of all
 // its variables (in address order, so ops sharing variables cannot
 // deadlock), copies a variable's buffer first if anyone else holds it
 // (copy-on-write: a value read earlier stays a stable snapshot), then

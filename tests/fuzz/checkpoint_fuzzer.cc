@@ -1,4 +1,4 @@
-// libFuzzer target: the checkpoint readers (kernels/checkpoint_internal.h):
+// libFuzzer target: the checkpoint readers (kernels/io/checkpoint_internal.h):
 // a corrupt index file (DecodeIndex) and, for each entry it yields, data
 // bytes that may not fit it (DecodeTensor). Input: a 4-byte little-endian
 // length N, N bytes of index, the rest as one shard's data. Any input must

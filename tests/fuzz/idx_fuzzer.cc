@@ -1,4 +1,4 @@
-// libFuzzer target: the IDX reader (kernels/dataset_io_util.h ParseIdx),
+// libFuzzer target: the IDX reader (kernels/data/dataset_io_util.h ParseIdx),
 // the format of the MNIST / Fashion-MNIST files the trainer reads: corrupt
 // magic, types, dimension counts, dims that overflow or disagree with the
 // file's size. Any input must give a Status (naming the file), never a
