@@ -27,8 +27,6 @@ Output Enter(const Scope& scope, const Output& x, const std::string& frame, bool
   return op.node() == nullptr ? Output() : Output(op, 0);
 }
 
-namespace {
-
 // `o` itself when it is in the frame, else its capture (made once).
 absl::StatusOr<Output> Resolve(FrameCapture& f, const Output& o) {
   if (f.inside.contains(o.node()->id())) return o;
@@ -43,8 +41,6 @@ absl::StatusOr<Output> Resolve(FrameCapture& f, const Output& o) {
   f.capture_ids.insert(c.node()->id());
   return c;
 }
-
-}  // namespace
 
 absl::Status MoveIntoFrame(Graph* graph, int begin, int end, FrameCapture& f) {
   for (int id = begin; id < end; ++id) f.inside.insert(id);

@@ -82,6 +82,9 @@ struct FrameCapture {
   absl::flat_hash_set<int> capture_ids;                       // their nodes
 };
 absl::Status MoveIntoFrame(Graph* graph, int begin, int end, FrameCapture& f);
+// `o` itself when it is in the frame, else its capture (made once and
+// then counted as inside).
+absl::StatusOr<Output> Resolve(FrameCapture& f, const Output& o);
 
 // Replaces data input `dst_input` of `dst` by `src` (same dtype).
 void ReplaceInput(Graph* graph, Node* dst, int dst_input, const Output& src);

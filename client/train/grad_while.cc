@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -199,6 +200,100 @@ class LoopBuilder {
   absl::flat_hash_set<int> ids_;
 };
 
+// When a forward value of the loop body exists: the conditionals' branches
+// it is in, as (Switch node id, output) pairs, sorted. Empty: in every
+// iteration. A value is in a branch when it depends on that Switch
+// output; a Merge of a conditional is where both branches' values exist,
+// so its condition is what its inputs' have in common.
+class BranchConditions {
+ public:
+  using Cond = std::vector<std::pair<int, int>>;
+  BranchConditions(const Loops& loops, const Loop& loop) : loops_(loops), loop_(loop) {}
+
+  Cond Of(const Output& o) {
+    Cond c = NodeCond(o.node());
+    if (IsCondSwitch(o.node())) Insert(c, {o.node()->id(), o.index()});
+    return c;
+  }
+
+ private:
+  bool InLoop(const Node* n) const {
+    if (n->id() >= static_cast<int>(loops_.inside.size())) return false;
+    const int l = loops_.inside[n->id()];
+    return l >= 0 && &loops_.loops[l] == &loop_;
+  }
+  bool Member(const std::vector<Node*>& v, const Node* n) const {
+    return std::find(v.begin(), v.end(), n) != v.end();
+  }
+  // Nodes every iteration runs: outside the loop, its Enters and Merges.
+  bool Base(const Node* n) const { return !InLoop(n) || n->IsEnter() || Member(loop_.merges, n); }
+  bool IsCondSwitch(const Node* n) const {
+    return n->IsSwitch() && InLoop(n) && !Member(loop_.switches, n);
+  }
+  static void Insert(Cond& c, std::pair<int, int> p) {
+    auto it = std::lower_bound(c.begin(), c.end(), p);
+    if (it == c.end() || *it != p) c.insert(it, p);
+  }
+  Cond EdgeCond(const Edge* e) {
+    Cond c = memo_[e->src->id()];
+    if (!e->IsControlEdge() && IsCondSwitch(e->src)) Insert(c, {e->src->id(), e->src_output});
+    return c;
+  }
+  // Iterative post-order over inputs (bodies can be deep); a cycle that
+  // does not pass a loop Merge counts as unconditioned.
+  Cond NodeCond(Node* n) {
+    std::vector<Node*> stack{n};
+    while (!stack.empty()) {
+      Node* t = stack.back();
+      if (memo_.contains(t->id())) {
+        stack.pop_back();
+        continue;
+      }
+      if (Base(t)) {
+        memo_[t->id()] = {};
+        stack.pop_back();
+        continue;
+      }
+      if (expanded_.insert(t->id()).second) {
+        for (const Edge* e : t->in_edges()) {
+          if (!memo_.contains(e->src->id()) && !expanded_.contains(e->src->id())) {
+            stack.push_back(e->src);
+          }
+        }
+        continue;
+      }
+      Cond c;
+      bool first = true;
+      for (const Edge* e : t->in_edges()) {
+        if (!memo_.contains(e->src->id())) continue;  // on a cycle
+        Cond in = EdgeCond(e);
+        if (t->IsMerge()) {
+          if (e->IsControlEdge()) continue;
+          if (first) {
+            c = std::move(in);
+          } else {
+            Cond both;
+            std::set_intersection(c.begin(), c.end(), in.begin(), in.end(),
+                                  std::back_inserter(both));
+            c = std::move(both);
+          }
+          first = false;
+        } else {
+          for (const auto& p : in) Insert(c, p);
+        }
+      }
+      memo_[t->id()] = std::move(c);
+      stack.pop_back();
+    }
+    return memo_[n->id()];
+  }
+
+  const Loops& loops_;
+  const Loop& loop_;
+  absl::flat_hash_map<int, Cond> memo_;
+  absl::flat_hash_set<int> expanded_;
+};
+
 }  // namespace
 
 absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
@@ -342,7 +437,37 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   const int end = g->num_node_ids();
 
   std::vector<Output> stacks;
+  BranchConditions branches(loops, loop);
   client::internal::FrameCapture cap;
+  // A gate per set of branches: live in a backprop iteration exactly when
+  // the mirrored forward iteration took them all (their predicates are
+  // forward values, popped like the rest).
+  absl::flat_hash_map<BranchConditions::Cond, Node*> gates;
+  auto gate = [&](const BranchConditions::Cond& c) -> absl::StatusOr<Node*> {
+    if (auto it = gates.find(c); it != gates.end()) return it->second;
+    Output live = bwd_pivot;
+    for (const auto& [switch_id, branch] : c) {
+      Node* sw = g->FindNodeId(switch_id);
+      GR_ASSIGN_OR_RETURN(Output p, client::internal::Resolve(cap, DataInput(sw, 1)));
+      std::vector<Output> routed = Op(bs, "Switch").In(live).In(p).Outs();
+      if (routed.size() != 2) return bs.status();
+      live = Identity(bs, routed[static_cast<size_t>(branch)]);
+    }
+    if (!bs.ok()) return bs.status();
+    gates[c] = live.node();
+    return live.node();
+  };
+  // An ordering edge from a push or pop that may be dead (its value is in
+  // a branch not taken) goes through a ControlTrigger, which is never dead.
+  auto order = [&](const Scope& s, const Output& from, const Output& to, bool maybe_dead) {
+    Node* src = from.node();
+    if (maybe_dead) {
+      Operation t = Op(s.WithControlDependencies(from), "ControlTrigger").Build();
+      if (t.node() == nullptr) return;
+      src = t.node();
+    }
+    g->AddControlEdge(src, to.node());
+  };
   cap.pivot = bwd_pivot;
   cap.inside = b.ids();
   cap.capture = [&](const Output& o) -> absl::StatusOr<Output> {
@@ -361,6 +486,11 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     // A forward value: pushed in every forward iteration, popped in the
     // mirroring backprop one.
     const DataType t = o.type();
+    const BranchConditions::Cond in_branches = branches.Of(o);
+    Node* live = nullptr;
+    if (!in_branches.empty()) {
+      GR_ASSIGN_OR_RETURN(live, gate(in_branches));
+    }
     Output st = Op(gs, "StackV2")
                     .In(ScalarOf(gs, -1, DT_INT32))
                     .Attr("elem_type", AType(t))
@@ -376,8 +506,9 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
                      .Out();
     if (!gs.ok()) return gs.status();
     if (!bs.ok()) return bs.status();
-    g->AddControlEdge(push.node(), inc.node());
-    g->AddControlEdge(pop.node(), dec.node());
+    if (live != nullptr) g->AddControlEdge(live, pop.node());
+    order(gs, push, inc, live != nullptr);
+    order(bs, pop, dec, live != nullptr);
     stacks.push_back(st);
     return pop;
   };

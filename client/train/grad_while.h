@@ -22,9 +22,16 @@
 // A step that only runs the forward loop runs none of this (the counter and
 // pushes feed only the backprop loop).
 //
+// Conditionals in the body (Switch/Merge, nested or not): a forward value
+// in a branch exists only in the iterations that take it, so its push is
+// dead in the others; its pop is gated by a chain of Switches of the
+// backprop pivot on the branches' predicates (themselves popped), so it
+// runs only in the mirroring backprop iterations. The ordering edges of
+// pushes and pops that may be dead go through ControlTriggers.
+//
 // Unimplemented, naming the node: a loop nested in the differentiated
-// body, a conditional (Switch/Merge) on the body's gradient path, a
-// resource loop variable the body replaces, an x or y inside a loop body.
+// body, a resource loop variable the body replaces, an x or y inside a
+// loop body.
 #ifndef GRAPHRUN_CLIENT_TRAIN_GRAD_WHILE_H_
 #define GRAPHRUN_CLIENT_TRAIN_GRAD_WHILE_H_
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 
 #include "client/client_session.h"
 #include "client/graph_import.h"
@@ -311,6 +312,82 @@ TEST(WhileGradientTest, UnsupportedShapesAreNamedErrors) {
   EXPECT_EQ(from_inside.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(from_inside.status().message(), HasSubstr("is inside the loop 'outer'"));
 }
+
+// Conditionals in a loop body, nested (tf.cond inside tf.while_loop):
+//   x <- x < 2 ? x * w : (x > 3 ? sin(x) * w : 0.5 x + w)
+// Each iteration takes one of three branches; a forward value of a branch
+// is pushed only when its branch runs, and popped only in the mirroring
+// backprop iteration (gated by the popped predicates). The gradients
+// equal forward-mode derivatives computed here alongside the values.
+class ConditionalInLoopTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ConditionalInLoopTest, NestedConditionalsMatchForwardModeDerivatives) {
+  Scope s = Scope::NewRootScope();
+  Output x0 = Placeholder(s, DT_DOUBLE, PartialShape({}));
+  Output w = Placeholder(s, DT_DOUBLE, PartialShape({}));
+  Output n = Placeholder(s, DT_INT32, PartialShape({}));
+  auto c = [](const Scope& b, double v) { return internal::ScalarOf(b, v, DT_DOUBLE); };
+  WhileLoopOptions o;
+  o.parallel_iterations = GetParam();
+  auto r = WhileLoop(
+      s, {internal::ScalarOf(s, 0, DT_INT32), x0},
+      [&](const Scope& b, const std::vector<Output>& v) -> absl::StatusOr<Output> {
+        return internal::Binary(b, "Less", v[0], n);
+      },
+      [&](const Scope& b, const std::vector<Output>& v) -> absl::StatusOr<std::vector<Output>> {
+        Output p = internal::Binary(b, "Less", v[1], c(b, 2));
+        std::vector<Output> sx = Op(b, "Switch").In(v[1]).In(p).Outs();
+        std::vector<Output> sw = Op(b, "Switch").In(w).In(p).Outs();
+        Output t = internal::Mul(b, sx[1], sw[1]);
+        Output q = internal::Binary(b, "Greater", sx[0], c(b, 3));
+        std::vector<Output> sx2 = Op(b, "Switch").In(sx[0]).In(q).Outs();
+        std::vector<Output> sw2 = Op(b, "Switch").In(sw[0]).In(q).Outs();
+        Output ft = internal::Mul(b, internal::Unary(b, "Sin", sx2[1]), sw2[1]);
+        Output ff = internal::Add(b, internal::Mul(b, sx2[0], c(b, 0.5)), sw2[0]);
+        Output f = Op(b, "Merge").InList(InputList({ff, ft})).Out(0);
+        Output next = Op(b, "Merge").InList(InputList({f, t})).Out(0);
+        return std::vector<Output>{internal::Add(b, v[0], 1), next};
+      },
+      o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto g = AddSymbolicGradients(s, {(*r)[1]}, {x0, w}, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  ClientSession session(s);
+  const double wv = 1.7;
+  for (int k : {0, 1, 3, 5, 12}) {
+    // Forward mode: the value and its derivatives by x0 and w.
+    double x = 0.5, dx0 = 1, dw = 0;
+    int taken[3] = {0, 0, 0};
+    for (int i = 0; i < k; ++i) {
+      if (x < 2) {
+        std::tie(x, dx0, dw) = std::make_tuple(x * wv, dx0 * wv, dw * wv + x);
+        ++taken[0];
+      } else if (x > 3) {
+        std::tie(x, dx0, dw) = std::make_tuple(std::sin(x) * wv, std::cos(x) * wv * dx0,
+                                               std::cos(x) * wv * dw + std::sin(x));
+        ++taken[1];
+      } else {
+        std::tie(x, dx0, dw) = std::make_tuple(0.5 * x + wv, 0.5 * dx0, 0.5 * dw + 1);
+        ++taken[2];
+      }
+    }
+    if (k == 12) {
+      EXPECT_EQ(taken[0], 9);  // every branch runs in this case
+      EXPECT_EQ(taken[1], 1);
+      EXPECT_EQ(taken[2], 2);
+    }
+    auto out = session.Run({{x0, Tensor::Scalar<double>(0.5)},
+                            {w, Tensor::Scalar<double>(wv)},
+                            {n, Tensor::Scalar<int32_t>(k)}},
+                           {(*r)[1], (*g)[0], (*g)[1]});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_NEAR((*out)[0].scalar<double>(), x, 1e-12) << "n=" << k;
+    EXPECT_NEAR((*out)[1].scalar<double>(), dx0, 1e-12) << "n=" << k;
+    EXPECT_NEAR((*out)[2].scalar<double>(), dw, 1e-12) << "n=" << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ParallelIterations, ConditionalInLoopTest, ::testing::Values(1, 10));
 
 }  // namespace
 }  // namespace train

@@ -111,7 +111,7 @@ absl::Status NullInput(const char* what, size_t i) {
 // The gradient traversal. `body_frame` null: a whole graph, where loops are
 // single nodes from their Exits to their Enters (grad_while.cc builds their
 // gradients). Non-null: the body of that loop, for its backprop loop; the
-// traversal stops at the xs (the body's inputs) and meets no control flow.
+// traversal stops at the xs (the body's inputs) and meets no loop (conditionals are fine).
 absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
                                                     const std::vector<Output>& ys,
                                                     const std::vector<Output>& xs,
@@ -211,10 +211,10 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
   if (in_body) {
     for (Node* n : graph->nodes()) {
       if (n->id() >= n_ids || !relevant[n->id()] || is_x[n->id()] || !n->IsControlFlow()) continue;
+      if (n->IsSwitch() || n->IsMerge()) continue;  // a conditional: grad_while.cc gates it
       return absl::UnimplementedError(absl::StrCat(
           "gradients of the loop '", *body_frame, "': node '", n->name(), "' (op ", n->op(),
-          ") is on its body's gradient path; conditionals and loops inside a loop body have no "
-          "gradient yet"));
+          ") is on its body's gradient path; loops inside a loop body have no gradient yet"));
     }
   }
 
