@@ -314,7 +314,7 @@ TEST(WhileGradientTest, UnsupportedShapesAreNamedErrors) {
 }
 
 // Conditionals in a loop body, nested (tf.cond inside tf.while_loop):
-//   x <- x < 2 ? x * w : (x > 3 ? sin(x) * w : 0.5 x + w)
+//   x <- x < 2 ? x * w : (x > 3 ? tanh(x) * w : 0.5 x + w)
 // Each iteration takes one of three branches; a forward value of a branch
 // is pushed only when its branch runs, and popped only in the mirroring
 // backprop iteration (gated by the popped predicates). The gradients
@@ -342,7 +342,7 @@ TEST_P(ConditionalInLoopTest, NestedConditionalsMatchForwardModeDerivatives) {
         Output q = internal::Binary(b, "Greater", sx[0], c(b, 3));
         std::vector<Output> sx2 = Op(b, "Switch").In(sx[0]).In(q).Outs();
         std::vector<Output> sw2 = Op(b, "Switch").In(sw[0]).In(q).Outs();
-        Output ft = internal::Mul(b, internal::Unary(b, "Sin", sx2[1]), sw2[1]);
+        Output ft = internal::Mul(b, internal::Tanh(b, sx2[1]), sw2[1]);
         Output ff = internal::Add(b, internal::Mul(b, sx2[0], c(b, 0.5)), sw2[0]);
         Output f = Op(b, "Merge").InList(InputList({ff, ft})).Out(0);
         Output next = Op(b, "Merge").InList(InputList({f, t})).Out(0);
@@ -363,8 +363,8 @@ TEST_P(ConditionalInLoopTest, NestedConditionalsMatchForwardModeDerivatives) {
         std::tie(x, dx0, dw) = std::make_tuple(x * wv, dx0 * wv, dw * wv + x);
         ++taken[0];
       } else if (x > 3) {
-        std::tie(x, dx0, dw) = std::make_tuple(std::sin(x) * wv, std::cos(x) * wv * dx0,
-                                               std::cos(x) * wv * dw + std::sin(x));
+        const double th = std::tanh(x), dth = 1 - th * th;
+        std::tie(x, dx0, dw) = std::make_tuple(th * wv, dth * wv * dx0, dth * wv * dw + th);
         ++taken[1];
       } else {
         std::tie(x, dx0, dw) = std::make_tuple(0.5 * x + wv, 0.5 * dx0, 0.5 * dw + 1);
@@ -372,9 +372,9 @@ TEST_P(ConditionalInLoopTest, NestedConditionalsMatchForwardModeDerivatives) {
       }
     }
     if (k == 12) {
-      EXPECT_EQ(taken[0], 9);  // every branch runs in this case
-      EXPECT_EQ(taken[1], 1);
-      EXPECT_EQ(taken[2], 2);
+      EXPECT_EQ(taken[0], 5);  // every branch runs in this case
+      EXPECT_EQ(taken[1], 3);
+      EXPECT_EQ(taken[2], 4);
     }
     auto out = session.Run({{x0, Tensor::Scalar<double>(0.5)},
                             {w, Tensor::Scalar<double>(wv)},
