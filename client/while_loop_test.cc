@@ -165,6 +165,33 @@ TEST(StackKernelsTest, PushPopCloseAndEmptyPop) {
   EXPECT_THAT(bad.status().message(), HasSubstr("is empty"));
 }
 
+// A stack lives as long as the run that made it: one whose close never ran
+// (a dead backprop loop's, or as here none at all) is gone once the run
+// ends, so a later run that reaches it by its handle finds nothing.
+TEST(StackKernelsTest, UnclosedStackIsGoneWhenItsRunEnds) {
+  Scope s = Scope::NewRootScope();
+  auto stack = internal::OpBuilder(s.WithOpName("st"), "StackV2")
+                   .Input(ops::Const(s, -1))
+                   .Attr("elem_type", internal::AttrType(DT_FLOAT))
+                   .Finalize();
+  Output h(stack, 0);
+  Operation push =
+      internal::OpBuilder(s, "StackPushV2").Input(h).Input(ops::Const(s, 7.0f)).Finalize();
+  auto fed = ops::Placeholder(s.WithOpName("handle"), DT_RESOURCE);
+  Operation pop = internal::OpBuilder(s.WithOpName("late_pop"), "StackPopV2")
+                      .Input(fed)
+                      .Attr("elem_type", internal::AttrType(DT_FLOAT))
+                      .Finalize();
+  ASSERT_TRUE(s.ok()) << s.status();
+  ClientSession session(s);
+  auto first = session.Run({}, {h}, {push});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto later = session.Run({{fed, (*first)[0]}}, {Output(pop, 0)});
+  EXPECT_EQ(later.status().code(), absl::StatusCode::kNotFound) << later.status();
+  EXPECT_THAT(later.status().message(), HasSubstr("'late_pop'"));
+  EXPECT_THAT(later.status().message(), HasSubstr("_stacks/st/"));
+}
+
 }  // namespace
 }  // namespace client
 }  // namespace graphrun

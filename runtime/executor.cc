@@ -256,6 +256,7 @@ class ExecutorState {
     params->is_input_dead = any_input_dead;
     params->runner = args_.runner;
     params->collective_executor = args_.collective_executor;
+    params->step_resources = &step_resources_;
     if (item.is_async) {
       struct AsyncState {
         std::unique_ptr<OpKernelContext::Params> params;
@@ -610,6 +611,7 @@ class ExecutorState {
     if (args_.cancellation_manager != nullptr) {
       args_.cancellation_manager->DeregisterCallback(token_);
     }
+    step_resources_.ReleaseAll();
     Executor::DoneCallback done = std::move(done_);
     absl::Status s;
     {
@@ -628,6 +630,7 @@ class ExecutorState {
   std::atomic<bool> aborted_{false};
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   CancellationToken token_ = 0;
+  StepResources step_resources_;
   int64_t num_outstanding_ops_ = 0;
   FrameState* root_ = nullptr;
   absl::flat_hash_map<FrameKey, std::unique_ptr<FrameState>> frames_;

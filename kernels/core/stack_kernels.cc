@@ -3,11 +3,12 @@
 // iteration and pops them in reverse in the backprop loop
 // (client/train/grad_while.cc).
 //
-// A stack belongs to one step: StackV2 makes a new one in the device's
-// ResourceMgr (container "_stacks", a name unique to the node, step and
-// run) every time it runs, StackCloseV2 deletes it, and a step that fails
-// or is cancelled before the close deletes its stacks through the step's
-// CancellationManager, so failed steps leave nothing behind.
+// A stack belongs to one executor run: StackV2 makes a new one in the
+// device's ResourceMgr (container "_stacks", a name unique to the node,
+// step and run) every time it runs, and StackCloseV2 deletes it. The run's
+// StepResources delete what is left when the run ends: a step that failed
+// or was cancelled before the close, and a backprop loop that was dead (in
+// a branch not taken), whose close never runs. Nothing outlives its run.
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -56,26 +57,12 @@ class Stack : public ResourceBase {
     return t;
   }
 
-  // The step's cancellation registration, undone by the close.
-  void SetCancellation(CancellationManager* cm, CancellationToken token) {
-    std::lock_guard<std::mutex> l(mu_);
-    cm_ = cm;
-    token_ = token;
-  }
-  void Deregister() {
-    std::lock_guard<std::mutex> l(mu_);
-    if (cm_ != nullptr) cm_->DeregisterCallback(token_);
-    cm_ = nullptr;
-  }
-
  private:
   const std::string name_;
   const DataType type_;
   const int64_t max_size_;
   std::mutex mu_;
   std::vector<Tensor> elems_;  // guarded by mu_
-  CancellationManager* cm_ = nullptr;
-  CancellationToken token_{};
 };
 
 absl::StatusOr<std::shared_ptr<Stack>> LookupStack(const OpKernel& k, OpKernelContext* ctx,
@@ -107,15 +94,9 @@ class StackOp : public OpKernel {
     auto stack = std::make_shared<Stack>(key.name, type_, max_size->scalar<int32_t>());
     ResourceMgr* rm = ctx->resource_manager();
     GR_RETURN_IF_ERROR(Annotate(*this, rm->Create<Stack>(key.container, key.name, stack)));
-    if (CancellationManager* cm = ctx->cancellation_manager(); cm != nullptr) {
-      const CancellationToken token = cm->NewToken();
-      const bool registered = cm->RegisterCallback(
-          token, [rm, key] { rm->Delete<Stack>(key.container, key.name).IgnoreError(); });
-      if (!registered) {
-        rm->Delete<Stack>(key.container, key.name).IgnoreError();
-        return absl::CancelledError(absl::StrCat("node '", name(), "': the step was cancelled"));
-      }
-      stack->SetCancellation(cm, token);
+    if (StepResources* run = ctx->step_resources(); run != nullptr) {
+      // Already closed by then, or not: either way gone.
+      run->Add([rm, key] { rm->Delete<Stack>(key.container, key.name).IgnoreError(); });
     }
     ctx->set_output(0, queue_internal::MakeHandle(ctx, key, "Stack"));
     return absl::OkStatus();
@@ -167,7 +148,6 @@ class StackCloseOp : public OpKernel {
   explicit StackCloseOp(OpKernelConstruction* ctx) : OpKernel(ctx) { set_expensive(false); }
   absl::Status Compute(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(std::shared_ptr<Stack> s, LookupStack(*this, ctx, DT_INVALID));
-    s->Deregister();
     const ResourceHandle& h = ctx->input(0).scalar<ResourceHandle>();
     return Annotate(*this, ctx->resource_manager()->Delete<Stack>(h.container, h.name));
   }

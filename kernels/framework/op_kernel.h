@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,35 @@ class FunctionLibraryRuntime {
                                                             const DataTypeVector& in,
                                                             const DataTypeVector& out,
                                                             DeviceBase* device) = 0;
+};
+
+// What one executor run made for itself (TensorFlow's per-step container):
+// a kernel that creates a resource living only as long as the run (a
+// loop gradient's stacks) adds its release here, and the executor calls
+// every release when the run ends, whatever its outcome: succeeded, failed,
+// cancelled, or with the op that would have freed it dead.
+class StepResources {
+ public:
+  StepResources() = default;
+  StepResources(const StepResources&) = delete;
+  StepResources& operator=(const StepResources&) = delete;
+  void Add(std::function<void()> release) {
+    std::lock_guard<std::mutex> l(mu_);
+    releases_.push_back(std::move(release));
+  }
+  // Calls (and forgets) every release, in the order added.
+  void ReleaseAll() {
+    std::vector<std::function<void()>> r;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      r.swap(releases_);
+    }
+    for (auto& f : r) f();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::function<void()>> releases_;  // guarded by mu_
 };
 
 class OpKernelConstruction {
@@ -193,6 +223,8 @@ class OpKernelContext {
     std::function<void(std::function<void()>)> runner;
     // The step's collectives (null: this session runs none).
     CollectiveExecutor* collective_executor = nullptr;
+    // This executor run's resources (null outside an executor run).
+    StepResources* step_resources = nullptr;
   };
 
   explicit OpKernelContext(Params* params);
@@ -233,6 +265,7 @@ class OpKernelContext {
   Rendezvous* rendezvous() const { return params_->rendezvous; }
   CancellationManager* cancellation_manager() const { return params_->cancellation_manager; }
   CollectiveExecutor* collective_executor() const { return params_->collective_executor; }
+  StepResources* step_resources() const { return params_->step_resources; }
   CallFrameInterface* call_frame() const { return params_->call_frame; }
   const FrameAndIter& frame_iter() const { return params_->frame_iter; }
   bool is_input_dead() const { return params_->is_input_dead; }
