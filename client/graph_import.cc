@@ -38,11 +38,40 @@ absl::StatusOr<Output> ImportedGraph::Tensor(absl::string_view name) const {
 
 absl::StatusOr<ImportedGraph> ImportGraphDef(const Scope& scope, const tensorflow::GraphDef& def,
                                              absl::string_view prefix) {
+  return ImportGraphDef(scope, def, prefix, {});
+}
+
+absl::StatusOr<ImportedGraph> ImportGraphDef(
+    const Scope& scope, const tensorflow::GraphDef& def, absl::string_view prefix,
+    const absl::flat_hash_map<std::string, Output>& input_map) {
   if (!scope.ok()) return scope.status();
   Graph* g = scope.graph();
   GR_ASSIGN_OR_RETURN(tensorflow::GraphDef canonical,
                       CanonicalizeGraphDefForSession(def, g->op_registry()));
   GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> src, GraphFromGraphDef(canonical, g->op_registry()));
+
+  // input_map, by (source node id, output).
+  absl::flat_hash_map<std::pair<int, int>, Output> mapped;
+  for (const auto& [key, value] : input_map) {
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ImportGraphDef: input_map key '", key, "': ", why));
+    };
+    absl::StatusOr<TensorId> id = ParseTensorName(key);
+    if (!id.ok() || id->IsControl()) return bad("not a tensor name");
+    const Node* n = src->FindNode(std::string(id->node));
+    if (n == nullptr) return bad("the graph has no such node");
+    if (id->index >= n->num_outputs()) {
+      return bad(absl::StrCat("node '", n->name(), "' has ", n->num_outputs(), " outputs"));
+    }
+    if (value.node() == nullptr) return bad("mapped to a null Output");
+    if (BaseType(value.type()) != BaseType(n->output_type(id->index))) {
+      return bad(absl::StrCat("the graph's tensor is ", DataTypeString(n->output_type(id->index)),
+                              " but '", value.node()->name(), "' is ",
+                              DataTypeString(value.type())));
+    }
+    mapped[{n->id(), id->index}] = value;
+  }
 
   const std::string base =
       prefix.empty() ? scope.name_prefix() : scope.NewSubScope(prefix).name_prefix();
@@ -109,6 +138,8 @@ absl::StatusOr<ImportedGraph> ImportGraphDef(const Scope& scope, const tensorflo
     for (const Edge* e : n->in_edges()) {
       if (e->IsControlEdge()) {
         g->AddControlEdge(copy[e->src->id()], copy[n->id()]);
+      } else if (auto m = mapped.find({e->src->id(), e->src_output}); m != mapped.end()) {
+        g->AddEdge(m->second.node(), m->second.index(), copy[n->id()], e->dst_input);
       } else {
         g->AddEdge(copy[e->src->id()], e->src_output, copy[n->id()], e->dst_input);
       }

@@ -41,13 +41,23 @@ class ImportedGraph {
   size_t size() const { return ops_.size(); }
 
  private:
-  friend absl::StatusOr<ImportedGraph> ImportGraphDef(const Scope&, const tensorflow::GraphDef&,
-                                                      absl::string_view);
+  friend absl::StatusOr<ImportedGraph> ImportGraphDef(
+      const Scope&, const tensorflow::GraphDef&, absl::string_view,
+      const absl::flat_hash_map<std::string, Output>&);
   absl::flat_hash_map<std::string, Operation> ops_;
 };
 
 absl::StatusOr<ImportedGraph> ImportGraphDef(const Scope& scope, const tensorflow::GraphDef& def,
                                              absl::string_view prefix = "import");
+
+// As above, with `input_map` (tf.import_graph_def's): a tensor of `def`
+// ("node:i", or "node" for output 0) -> a tensor of the scope's graph that
+// the imported consumers read instead. The mapped nodes are imported all
+// the same. InvalidArgument naming the key: a key naming no tensor of
+// `def`, a value of another dtype, a null value.
+absl::StatusOr<ImportedGraph> ImportGraphDef(
+    const Scope& scope, const tensorflow::GraphDef& def, absl::string_view prefix,
+    const absl::flat_hash_map<std::string, Output>& input_map);
 
 }  // namespace client
 }  // namespace graphrun

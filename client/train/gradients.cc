@@ -55,6 +55,7 @@ void RegisterAllGradients(GradientRegistry& r) {
   RegisterNnGradients(r);
   RegisterArrayGradients(r);
   RegisterControlFlowGradients(r);
+  RegisterCallGradients(r);
 }
 
 const GradientRegistry& DefaultGradientRegistry() {

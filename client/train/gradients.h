@@ -27,8 +27,10 @@
 // (grad_control_flow.cc), and so are whole while loops, from their Exits to
 // their Enters, with a backprop loop (grad_while.h: the limits are there).
 // A stray Enter or Exit outside a recognisable loop has no gradient
-// function: Unimplemented naming the node. Thread-safety: as the Scope's
-// (one thread per graph).
+// function: Unimplemented naming the node. Call frames (PartitionedCall /
+// StatefulPartitionedCall of a `_noinline` function) are differentiated by
+// recomputing their body inline (grad_call.cc: side-effect-free bodies). Thread-safety: as the
+// Scope's (one thread per graph).
 #ifndef GRAPHRUN_CLIENT_TRAIN_GRADIENTS_H_
 #define GRAPHRUN_CLIENT_TRAIN_GRADIENTS_H_
 
@@ -97,6 +99,7 @@ void RegisterMathGradients(GradientRegistry& r);         // grad_math.cc
 void RegisterNnGradients(GradientRegistry& r);           // grad_nn.cc
 void RegisterArrayGradients(GradientRegistry& r);        // grad_array.cc
 void RegisterControlFlowGradients(GradientRegistry& r);  // grad_control_flow.cc
+void RegisterCallGradients(GradientRegistry& r);         // grad_call.cc: call frames
 void RegisterAllGradients(GradientRegistry& r);
 
 // The registry with every built-in gradient, built on first use.
