@@ -33,6 +33,12 @@ absl::Status ClientSession::ExtendIfNeeded() const {
     Node* n = graph.FindNode(nd.name());
     if (n != nullptr && n->id() >= sent_node_ids_) *delta.add_node() = nd;
   }
+  // Functions the graph's library gained (an import's, for its call
+  // frames): the library only grows, so the new ones are at its end.
+  const auto& functions = graph.library().function();
+  for (int i = sent_functions_; i < functions.size(); ++i) {
+    *delta.mutable_library()->add_function() = functions[i];
+  }
   if (!created_) {
     GR_RETURN_IF_ERROR(session_->Create(delta));
     created_ = true;
@@ -40,6 +46,7 @@ absl::Status ClientSession::ExtendIfNeeded() const {
     GR_RETURN_IF_ERROR(session_->Extend(delta));
   }
   sent_node_ids_ = graph.num_node_ids();
+  sent_functions_ = functions.size();
   return absl::OkStatus();
 }
 

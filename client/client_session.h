@@ -64,7 +64,8 @@ class ClientSession {
   absl::Status start_status_;
   std::unique_ptr<Session> session_;
   mutable std::mutex mu_;
-  mutable int sent_node_ids_ = 0;  // node ids below this are in the session
+  mutable int sent_node_ids_ = 0;   // node ids below this are in the session
+  mutable int sent_functions_ = 0;  // the library's first functions are in the session
   mutable bool created_ = false;
 };
 
