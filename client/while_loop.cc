@@ -43,10 +43,12 @@ absl::StatusOr<Output> Resolve(FrameCapture& f, const Output& o) {
 }
 
 absl::Status MoveIntoFrame(Graph* graph, int begin, int end, FrameCapture& f) {
-  for (int id = begin; id < end; ++id) f.inside.insert(id);
+  for (int id = begin; id < end; ++id) {
+    if (!f.skip.contains(id)) f.inside.insert(id);
+  }
   for (int id = begin; id < end; ++id) {
     Node* n = graph->FindNodeId(id);
-    if (n == nullptr) continue;
+    if (n == nullptr || f.skip.contains(id)) continue;
     const std::vector<const Edge*> in(n->in_edges().begin(), n->in_edges().end());
     for (const Edge* e : in) {
       Node* src = e->src;

@@ -80,6 +80,9 @@ struct FrameCapture {
   std::vector<Node*> outside_control;
   absl::flat_hash_map<std::pair<int, int>, Output> captured;  // cache
   absl::flat_hash_set<int> capture_ids;                       // their nodes
+  // New nodes to leave where they are (neither moved nor inside): a nested
+  // loop gradient's forward side.
+  absl::flat_hash_set<int> skip;
 };
 absl::Status MoveIntoFrame(Graph* graph, int begin, int end, FrameCapture& f);
 // `o` itself when it is in the frame, else its capture (made once and

@@ -88,6 +88,7 @@ Loops FindLoops(const Graph& graph) {
   r.enter_of.assign(n, -1);
   r.inside.assign(n, -1);
   r.exit_var.assign(n, -1);
+  // The loops, by their Exits.
   for (Node* x : graph.nodes()) {
     if (!x->IsExit() || r.exit_of[x->id()] >= 0) continue;
     const Edge* e = x->input_edge(0);
@@ -97,24 +98,34 @@ Loops FindLoops(const Graph& graph) {
     Loop& l = *found;
     l.invariants = constant_enters[l.frame];
     const int li = static_cast<int>(r.loops.size());
-    std::deque<Node*> queue;
-    std::vector<bool> seen(n, false);
-    auto enter = [&](Node* en) {
-      r.enter_of[en->id()] = li;
-      r.inside[en->id()] = li;
-      seen[en->id()] = true;
-      queue.push_back(en);
-    };
     for (size_t v = 0; v < l.enters.size(); ++v) {
-      enter(l.enters[v]);
+      r.enter_of[l.enters[v]->id()] = li;
       for (Node* ex : l.exits[v]) {
         r.exit_of[ex->id()] = li;
         r.exit_var[ex->id()] = static_cast<int>(v);
-        seen[ex->id()] = true;
       }
     }
-    for (Node* c : l.invariants) enter(c);
-    // The frame: what its Enters reach before its Exits.
+    for (Node* c : l.invariants) r.enter_of[c->id()] = li;
+    r.loops.push_back(std::move(l));
+  }
+  // Each loop's frame: what its Enters reach before its Exits. A loop met
+  // on the way is nested in this one: passed over, from its Enters to its
+  // Exits (whose outputs are in this frame).
+  for (int li = 0; li < static_cast<int>(r.loops.size()); ++li) {
+    Loop& l = r.loops[li];
+    std::deque<Node*> queue;
+    std::vector<bool> seen(n, false);
+    auto add = [&](Node* d) {
+      seen[d->id()] = true;
+      r.inside[d->id()] = li;
+      queue.push_back(d);
+    };
+    for (Node* en : l.enters) add(en);
+    for (Node* c : l.invariants) add(c);
+    for (const auto& exits : l.exits) {
+      for (Node* ex : exits) seen[ex->id()] = true;
+    }
+    std::vector<bool> passed(r.loops.size(), false);
     while (!queue.empty()) {
       Node* node = queue.front();
       queue.pop_front();
@@ -122,16 +133,25 @@ Loops FindLoops(const Graph& graph) {
         Node* d = o->dst;
         if (seen[d->id()]) continue;
         seen[d->id()] = true;
-        if (d->IsExit()) continue;
-        if (d->IsEnter()) {
-          if (l.nested == nullptr) l.nested = d;
+        if (const int m = r.enter_of[d->id()]; m >= 0 && m != li) {
+          if (r.loops[m].parent < 0) r.loops[m].parent = li;
+          if (passed[m]) continue;
+          passed[m] = true;
+          for (const auto& exits : r.loops[m].exits) {
+            for (Node* ex : exits) {
+              if (!seen[ex->id()]) add(ex);
+            }
+          }
           continue;
         }
-        r.inside[d->id()] = li;
-        queue.push_back(d);
+        if (d->IsExit()) continue;
+        if (d->IsEnter()) {
+          if (l.foreign == nullptr) l.foreign = d;
+          continue;
+        }
+        add(d);
       }
     }
-    r.loops.push_back(std::move(l));
   }
   return r;
 }
@@ -204,11 +224,15 @@ class LoopBuilder {
 // it is in, as (Switch node id, output) pairs, sorted. Empty: in every
 // iteration. A value is in a branch when it depends on that Switch
 // output; a Merge of a conditional is where both branches' values exist,
-// so its condition is what its inputs' have in common.
+// so its condition is what its inputs' have in common. A loop nested in
+// the body runs when its Enters' inputs exist (its back edges are not
+// followed), and so do the nodes a nested loop's gradient added to the
+// forward side (`forward_side`).
 class BranchConditions {
  public:
   using Cond = std::vector<std::pair<int, int>>;
-  BranchConditions(const Loops& loops, const Loop& loop) : loops_(loops), loop_(loop) {}
+  BranchConditions(const Loops& loops, int loop, const absl::flat_hash_set<int>& forward_side)
+      : loops_(loops), li_(loop), loop_(loops.loops[loop]), forward_side_(forward_side) {}
 
   Cond Of(const Output& o) {
     Cond c = NodeCond(o.node());
@@ -218,17 +242,29 @@ class BranchConditions {
 
  private:
   bool InLoop(const Node* n) const {
-    if (n->id() >= static_cast<int>(loops_.inside.size())) return false;
+    if (n->id() >= static_cast<int>(loops_.inside.size())) return forward_side_.contains(n->id());
     const int l = loops_.inside[n->id()];
-    return l >= 0 && &loops_.loops[l] == &loop_;
+    return l >= 0 && loops_.Within(l, li_);
   }
   bool Member(const std::vector<Node*>& v, const Node* n) const {
     return std::find(v.begin(), v.end(), n) != v.end();
   }
   // Nodes every iteration runs: outside the loop, its Enters and Merges.
-  bool Base(const Node* n) const { return !InLoop(n) || n->IsEnter() || Member(loop_.merges, n); }
+  bool Base(const Node* n) const {
+    if (!InLoop(n)) return true;
+    if (n->IsEnter())
+      return n->id() < static_cast<int>(loops_.enter_of.size()) && loops_.enter_of[n->id()] == li_;
+    return Member(loop_.merges, n);
+  }
+  // A conditional's Switch (a loop's Switch takes its LoopCond).
   bool IsCondSwitch(const Node* n) const {
-    return n->IsSwitch() && InLoop(n) && !Member(loop_.switches, n);
+    if (!n->IsSwitch() || !InLoop(n)) return false;
+    const Edge* p = n->input_edge(1);
+    return p != nullptr && !p->src->IsLoopCond();
+  }
+  // Inputs that count: a Merge's back edge (from NextIteration) does not.
+  static bool Counts(const Node* t, const Edge* e) {
+    return !(t->IsMerge() && (e->IsControlEdge() || e->src->IsNextIteration()));
   }
   static void Insert(Cond& c, std::pair<int, int> p) {
     auto it = std::lower_bound(c.begin(), c.end(), p);
@@ -239,8 +275,8 @@ class BranchConditions {
     if (!e->IsControlEdge() && IsCondSwitch(e->src)) Insert(c, {e->src->id(), e->src_output});
     return c;
   }
-  // Iterative post-order over inputs (bodies can be deep); a cycle that
-  // does not pass a loop Merge counts as unconditioned.
+  // Iterative post-order over inputs (bodies can be deep); a cycle left in
+  // a malformed graph counts as unconditioned.
   Cond NodeCond(Node* n) {
     std::vector<Node*> stack{n};
     while (!stack.empty()) {
@@ -256,7 +292,7 @@ class BranchConditions {
       }
       if (expanded_.insert(t->id()).second) {
         for (const Edge* e : t->in_edges()) {
-          if (!memo_.contains(e->src->id()) && !expanded_.contains(e->src->id())) {
+          if (Counts(t, e) && !memo_.contains(e->src->id()) && !expanded_.contains(e->src->id())) {
             stack.push_back(e->src);
           }
         }
@@ -265,10 +301,9 @@ class BranchConditions {
       Cond c;
       bool first = true;
       for (const Edge* e : t->in_edges()) {
-        if (!memo_.contains(e->src->id())) continue;  // on a cycle
+        if (!Counts(t, e) || !memo_.contains(e->src->id())) continue;
         Cond in = EdgeCond(e);
         if (t->IsMerge()) {
-          if (e->IsControlEdge()) continue;
           if (first) {
             c = std::move(in);
           } else {
@@ -289,7 +324,9 @@ class BranchConditions {
   }
 
   const Loops& loops_;
+  const int li_;
   const Loop& loop_;
+  const absl::flat_hash_set<int>& forward_side_;
   absl::flat_hash_map<int, Cond> memo_;
   absl::flat_hash_set<int> expanded_;
 };
@@ -298,25 +335,39 @@ class BranchConditions {
 
 absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     const Scope& scope, const Loops& loops, const Loop& loop,
-    const absl::flat_hash_map<int, Gradient>& exit_grads, const GradientOptions& options) {
+    const absl::flat_hash_map<int, Gradient>& exit_grads, const GradientOptions& options,
+    const Nesting* nesting) {
   const std::string& frame = loop.frame;
-  if (loop.nested != nullptr) {
-    return absl::UnimplementedError(absl::StrCat(
-        "gradients of the loop '", frame, "': it holds another loop (Enter '", loop.nested->name(),
-        "'); gradients through nested loops are not supported yet"));
+  if (loop.foreign != nullptr) {
+    return absl::UnimplementedError(absl::StrCat("gradients of the loop '", frame,
+                                                 "': it holds an Enter of another frame ('",
+                                                 loop.foreign->name(), "') that is no loop"));
   }
   Graph* g = scope.graph();
+  const int li = static_cast<int>(&loop - loops.loops.data());
   const int pi = loop.parallel_iterations;
   const std::string base = frame.substr(frame.rfind('/') + 1);
   Scope gs = scope.NewSubScope(base + "_grad").WithNoControlDependencies();
   const Output pred(loop.loop_cond, 0);
+  // In an enclosing loop's body, what this builds on the forward side runs
+  // in that loop's forward frame: the enclosing levels must know it, and
+  // its constants run when this loop runs (tied to an Enter's input).
+  auto forward_since = [&](int first_id) {
+    if (nesting == nullptr) return;
+    for (int id = first_id; id < g->num_node_ids(); ++id) nesting->AddForward(id);
+  };
+  Scope fwd_consts = gs;
+  const int fwd_begin = g->num_node_ids();
+  if (nesting != nullptr) {
+    fwd_consts = gs.WithControlDependencies(Identity(gs, DataInput(loop.enters[0], 0)));
+  }
 
   // The forward iteration count, in the forward frame: pushes order
   // themselves on it.
   Output count, inc, fwd_pivot;
   {
     LoopBuilder f(gs.NewSubScope("forward_count"), frame, pi);
-    Output m = f.Open(ScalarOf(gs, 0, DT_INT32));
+    Output m = f.Open(ScalarOf(fwd_consts, 0, DT_INT32));
     LoopVar v = f.Split(m, pred);
     if (!gs.ok()) return gs.status();
     fwd_pivot = v.body;
@@ -324,6 +375,7 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     f.Close(v, inc);
     count = v.exit;
   }
+  forward_since(fwd_begin);
 
   // The backprop loop: count down from the forward count.
   Scope bs = gs.NewSubScope("backprop");
@@ -362,9 +414,12 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     if (!IsFloat(t)) continue;
     Output init = exit_sum(i);
     if (init.node() == nullptr) {
-      Output final_value = loop.exits[i].empty()
-                               ? Op(gs, "Exit").In(Output(loop.switches[i], 0)).Out()
-                               : Output(loop.exits[i][0], 0);
+      Output final_value(loop.exits[i].empty() ? nullptr : loop.exits[i][0], 0);
+      if (loop.exits[i].empty()) {
+        const int first = g->num_node_ids();
+        final_value = Op(gs, "Exit").In(Output(loop.switches[i], 0)).Out();
+        forward_since(first);
+      }
       init = ZerosLike(gs, final_value);
     }
     Output m = b.Open(init);
@@ -422,8 +477,11 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   // backprop frame.
   const int begin = g->num_node_ids();
   Scope body = bs.NewSubScope("body");
+  // Loops nested in the body put their forward side in this forward frame.
+  absl::flat_hash_set<int> forward_side;
+  const Nesting here{nesting, &forward_side};
   GR_ASSIGN_OR_RETURN(std::vector<Gradient> grads,
-                      ComputeBodyGradients(body, ys, xs, grad_ys, options, frame));
+                      ComputeBodyGradients(body, ys, xs, grad_ys, options, here, frame));
   std::vector<Output> dense(xs.size());
   for (size_t j = 0; j < xs.size(); ++j) {
     if (!grads[j].is_null()) dense[j] = ToDense(body, grads[j]);
@@ -437,8 +495,9 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   const int end = g->num_node_ids();
 
   std::vector<Output> stacks;
-  BranchConditions branches(loops, loop);
+  BranchConditions branches(loops, li, forward_side);
   client::internal::FrameCapture cap;
+  cap.skip = forward_side;
   // A gate per set of branches: live in a backprop iteration exactly when
   // the mirrored forward iteration took them all (their predicates are
   // forward values, popped like the rest).
@@ -472,14 +531,19 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
   cap.inside = b.ids();
   cap.capture = [&](const Output& o) -> absl::StatusOr<Output> {
     Node* src = o.node();
-    const int where =
-        src->id() < static_cast<int>(loops.inside.size()) ? loops.inside[src->id()] : -1;
-    if (where >= 0 && &loops.loops[where] != &loop) {
+    // A nested loop's forward-side node is a value of this forward frame.
+    const bool forward = forward_side.contains(src->id());
+    const int where = forward || src->id() >= static_cast<int>(loops.inside.size())
+                          ? (forward ? li : -1)
+                          : loops.inside[src->id()];
+    if (where >= 0 && where != li && !loops.Within(li, where)) {
       return absl::UnimplementedError(absl::StrCat("gradients of the loop '", frame,
                                                    "': its body's gradient reads '", src->name(),
                                                    "' of another loop"));
     }
-    if (where < 0) return client::internal::Enter(bs, o, b.frame(), true, pi);
+    // From outside this loop (an enclosing loop's frame included): a
+    // constant of the backprop frame.
+    if (where != li) return client::internal::Enter(bs, o, b.frame(), true, pi);
     if (IsConstantEnter(src)) {
       return client::internal::Enter(bs, DataInput(src, 0), b.frame(), true, pi);
     }
@@ -491,8 +555,9 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     if (!in_branches.empty()) {
       GR_ASSIGN_OR_RETURN(live, gate(in_branches));
     }
+    const int first = g->num_node_ids();
     Output st = Op(gs, "StackV2")
-                    .In(ScalarOf(gs, -1, DT_INT32))
+                    .In(ScalarOf(fwd_consts, -1, DT_INT32))
                     .Attr("elem_type", AType(t))
                     .Attr("stack_name", client::internal::AttrString(src->name()))
                     .Out();
@@ -500,6 +565,8 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
                       .In(client::internal::Enter(gs, st, frame, true, pi))
                       .In(o)
                       .Out();
+    order(gs, push, inc, live != nullptr);
+    forward_since(first);
     Output pop = Op(bs.WithControlDependencies(bwd_pivot), "StackPopV2")
                      .In(client::internal::Enter(bs, st, b.frame(), true, pi))
                      .Attr("elem_type", AType(t))
@@ -507,7 +574,6 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     if (!gs.ok()) return gs.status();
     if (!bs.ok()) return bs.status();
     if (live != nullptr) g->AddControlEdge(live, pop.node());
-    order(gs, push, inc, live != nullptr);
     order(bs, pop, dec, live != nullptr);
     stacks.push_back(st);
     return pop;

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "client/scope.h"
 #include "client/train/gradients.h"
@@ -59,8 +60,11 @@ struct Loop {
   std::vector<std::vector<Node*>> exits;
   // Constant Enters of the frame.
   std::vector<Node*> invariants;
-  // An Enter of another frame inside this one (null when none).
-  Node* nested = nullptr;
+  // The loop whose frame holds this one (an index into Loops::loops), or -1.
+  int parent = -1;
+  // An Enter of a frame that is not a recognisable loop, inside this one
+  // (null when none).
+  Node* foreign = nullptr;
 };
 
 // Every recognisable loop of a graph and, by node id, where nodes belong.
@@ -68,24 +72,48 @@ struct Loops {
   std::vector<Loop> loops;
   std::vector<int> exit_of;   // node id -> loop whose Exit it is, or -1
   std::vector<int> enter_of;  // node id -> loop whose Enter (variable or invariant) it is
-  std::vector<int> inside;    // node id -> loop whose frame holds its output, or -1
+  std::vector<int> inside;    // node id -> innermost loop whose frame holds its output, or -1
   std::vector<int> exit_var;  // node id of an Exit -> its loop variable
+  // True when loop `inner` is `outer` or nested in it, at any depth.
+  bool Within(int inner, int outer) const {
+    for (int l = inner; l >= 0; l = loops[l].parent) {
+      if (l == outer) return true;
+    }
+    return false;
+  }
 };
 Loops FindLoops(const Graph& graph);
+
+// Where a loop's gradient is being built when that loop is nested in
+// another whose body is being differentiated (null at the top level).
+// Nodes a nested loop's gradient builds on the forward side (its
+// iteration counter, its stacks and pushes: they run in the enclosing
+// forward frame) are recorded in `forward_side` of every enclosing level,
+// so that those levels leave them in the forward frame and push what
+// their backprop reads of them.
+struct Nesting {
+  const Nesting* parent = nullptr;
+  absl::flat_hash_set<int>* forward_side = nullptr;
+  void AddForward(int id) const {
+    for (const Nesting* n = this; n != nullptr; n = n->parent) n->forward_side->insert(id);
+  }
+};
 
 // The gradients of the Enters' inputs of `loop`, by Enter node id (null
 // where none), given the summed gradient of each Exit (by Exit node id;
 // missing means none).
 absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     const Scope& scope, const Loops& loops, const Loop& loop,
-    const absl::flat_hash_map<int, Gradient>& exit_grads, const GradientOptions& options);
+    const absl::flat_hash_map<int, Gradient>& exit_grads, const GradientOptions& options,
+    const Nesting* nesting);
 
-// ComputeGradients for a loop body (gradients.cc): the reverse traversal
-// stops at the xs, and a control-flow op on the gradient path is
-// Unimplemented naming it and the loop.
+// ComputeGradients for the body of the loop of frame `frame` (gradients.cc):
+// the reverse traversal stops at the xs; loops nested in the body are
+// single nodes there too, their gradients built with `nesting`.
 absl::StatusOr<std::vector<Gradient>> ComputeBodyGradients(
     const Scope& scope, const std::vector<Output>& ys, const std::vector<Output>& xs,
-    const std::vector<Output>& grad_ys, const GradientOptions& options, const std::string& frame);
+    const std::vector<Output>& grad_ys, const GradientOptions& options, const Nesting& nesting,
+    const std::string& frame);
 
 }  // namespace loop_grad
 }  // namespace train

@@ -112,13 +112,12 @@ absl::Status NullInput(const char* what, size_t i) {
 // The gradient traversal. `body_frame` null: a whole graph, where loops are
 // single nodes from their Exits to their Enters (grad_while.cc builds their
 // gradients). Non-null: the body of that loop, for its backprop loop; the
-// traversal stops at the xs (the body's inputs) and meets no loop (conditionals are fine).
-absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
-                                                    const std::vector<Output>& ys,
-                                                    const std::vector<Output>& xs,
-                                                    const std::vector<Output>& grad_ys,
-                                                    const GradientOptions& options,
-                                                    const std::string* body_frame) {
+// traversal stops at the xs (the body's inputs), and loops nested in the
+// body are built with `nesting` (grad_while.h).
+absl::StatusOr<std::vector<Gradient>> GradientsImpl(
+    const Scope& scope, const std::vector<Output>& ys, const std::vector<Output>& xs,
+    const std::vector<Output>& grad_ys, const GradientOptions& options,
+    const std::string* body_frame, const loop_grad::Nesting* nesting) {
   if (!scope.ok()) return scope.status();
   if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
     return absl::InvalidArgumentError(
@@ -136,16 +135,31 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
   Graph* graph = scope.graph();
   const int n_ids = graph->num_node_ids();
   const bool in_body = body_frame != nullptr;
-  // Loops, outside a body (a body meets none: see below).
-  loop_grad::Loops loops;
-  if (!in_body) loops = loop_grad::FindLoops(*graph);
+  // Loops. In a body, the body's own loop is no node (its Enters and
+  // Exits are ordinary there); loops nested in it are.
+  loop_grad::Loops loops = loop_grad::FindLoops(*graph);
+  int body_loop = -1;
+  if (in_body) {
+    for (size_t l = 0; l < loops.loops.size(); ++l) {
+      if (loops.loops[l].frame == *body_frame) body_loop = static_cast<int>(l);
+    }
+    if (body_loop < 0) {
+      return absl::InternalError(absl::StrCat("gradients: no loop '", *body_frame, "'"));
+    }
+    const loop_grad::Loop& b = loops.loops[body_loop];
+    for (Node* e : b.enters) loops.enter_of[e->id()] = -1;
+    for (Node* e : b.invariants) loops.enter_of[e->id()] = -1;
+    for (const auto& exits : b.exits) {
+      for (Node* e : exits) loops.exit_of[e->id()] = -1;
+    }
+  }
   auto loop_of = [&](const std::vector<int>& table, const Node* n) {
     return n->id() < static_cast<int>(table.size()) ? table[n->id()] : -1;
   };
   for (const auto* v : {&xs, &ys}) {
     for (const Output& o : *v) {
       const int l = loop_of(loops.inside, o.node());
-      if (l < 0) continue;
+      if (l < 0 || l == body_loop) continue;
       return absl::UnimplementedError(
           absl::StrCat("gradients: '", o.node()->name(), "' (", v == &xs ? "an x" : "a y",
                        ") is inside the loop '", loops.loops[l].frame,
@@ -213,9 +227,10 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
     for (Node* n : graph->nodes()) {
       if (n->id() >= n_ids || !relevant[n->id()] || is_x[n->id()] || !n->IsControlFlow()) continue;
       if (n->IsSwitch() || n->IsMerge()) continue;  // a conditional: grad_while.cc gates it
+      if (loop_of(loops.enter_of, n) >= 0 || loop_of(loops.exit_of, n) >= 0) continue;  // nested
       return absl::UnimplementedError(absl::StrCat(
           "gradients of the loop '", *body_frame, "': node '", n->name(), "' (op ", n->op(),
-          ") is on its body's gradient path; loops inside a loop body have no gradient yet"));
+          ") is on its body's gradient path and belongs to no loop found there"));
     }
   }
 
@@ -275,8 +290,8 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(const Scope& scope,
       bool needed = false;
       for (Node* e : enters_of(l)) needed |= is_relevant(e);
       if (!needed) continue;  // the Exits were xs: nothing flows into the loop
-      auto g =
-          loop_grad::BuildLoopGradient(grad_root, loops, loops.loops[l], exit_grads[l], options);
+      auto g = loop_grad::BuildLoopGradient(grad_root, loops, loops.loops[l], exit_grads[l],
+                                            options, nesting);
       if (!g.ok()) return g.status();
       for (Node* e : enters_of(l)) {
         if (!is_relevant(e)) continue;
@@ -345,13 +360,14 @@ absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
                                                        const std::vector<Output>& xs,
                                                        const std::vector<Output>& grad_ys,
                                                        const GradientOptions& options) {
-  return GradientsImpl(scope, ys, xs, grad_ys, options, nullptr);
+  return GradientsImpl(scope, ys, xs, grad_ys, options, nullptr, nullptr);
 }
 
 absl::StatusOr<std::vector<Gradient>> loop_grad::ComputeBodyGradients(
     const Scope& scope, const std::vector<Output>& ys, const std::vector<Output>& xs,
-    const std::vector<Output>& grad_ys, const GradientOptions& options, const std::string& frame) {
-  return GradientsImpl(scope, ys, xs, grad_ys, options, &frame);
+    const std::vector<Output>& grad_ys, const GradientOptions& options, const Nesting& nesting,
+    const std::string& frame) {
+  return GradientsImpl(scope, ys, xs, grad_ys, options, &frame, &nesting);
 }
 
 absl::StatusOr<std::vector<Output>> AddSymbolicGradients(const Scope& scope,
