@@ -524,6 +524,76 @@ TEST(WhileGradientTest, NestedRnnMatchesUnrolled) {
   }
 }
 
+// A loop inside one branch of a conditional inside a loop:
+//   x <- x < 1.5 ? (x <- x * w, m times) : 0.5 x
+// The inner loop runs only in the iterations that take its branch (all its
+// inputs are in the branch, as tf.cond's rule asks); its counts are pushed
+// and popped only in those.
+TEST(WhileGradientTest, LoopInAConditionalInALoop) {
+  Scope s = Scope::NewRootScope();
+  Output x0 = Placeholder(s, DT_DOUBLE, PartialShape({}));
+  Output w = Placeholder(s, DT_DOUBLE, PartialShape({}));
+  Output n = Placeholder(s, DT_INT32, PartialShape({}));
+  Output m = Placeholder(s, DT_INT32, PartialShape({}));
+  auto r = WhileLoop(
+      s, {internal::ScalarOf(s, 0, DT_INT32), x0},
+      [&](const Scope& c, const std::vector<Output>& v) -> absl::StatusOr<Output> {
+        return internal::Binary(c, "Less", v[0], n);
+      },
+      [&](const Scope& b, const std::vector<Output>& v) -> absl::StatusOr<std::vector<Output>> {
+        Output p = internal::Binary(b, "Less", v[1], internal::ScalarOf(b, 1.5, DT_DOUBLE));
+        std::vector<Output> sx = Op(b, "Switch").In(v[1]).In(p).Outs();
+        // w enters the branch through a Switch too (tf.cond's rule).
+        const Output wb = Op(b, "Switch").In(w).In(p).Out(1);
+        // The inner loop's inputs are in the branch: its counter starts
+        // from a constant tied to the branch (as tf.cond anchors constants).
+        const Output xb = internal::Identity(b, sx[1]);
+        auto inner = WhileLoop(
+            b, {internal::ScalarOf(b.WithControlDependencies(xb), 0, DT_INT32), xb},
+            [&](const Scope& c, const std::vector<Output>& u) -> absl::StatusOr<Output> {
+              return internal::Binary(c, "Less", u[0], m);
+            },
+            [&](const Scope& c,
+                const std::vector<Output>& u) -> absl::StatusOr<std::vector<Output>> {
+              return std::vector<Output>{internal::Add(c, u[0], 1), internal::Mul(c, u[1], wb)};
+            },
+            WhileLoopOptions{"inner", 10});
+        if (!inner.ok()) return inner.status();
+        Output f = internal::Mul(b, sx[0], internal::ScalarOf(b, 0.5, DT_DOUBLE));
+        Output next = Op(b, "Merge").InList(InputList({f, (*inner)[1]})).Out(0);
+        return std::vector<Output>{internal::Add(b, v[0], 1), next};
+      },
+      WhileLoopOptions{"outer", 10});
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto g = AddSymbolicGradients(s, {(*r)[1]}, {x0, w}, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  ClientSession session(s);
+  const double wv = 1.3;
+  for (int k : {0, 1, 4, 7}) {
+    for (int inner : {0, 2}) {
+      double x = 0.6, dx0 = 1, dw = 0;
+      for (int i = 0; i < k; ++i) {
+        if (x < 1.5) {
+          for (int j = 0; j < inner; ++j) {
+            std::tie(x, dx0, dw) = std::make_tuple(x * wv, dx0 * wv, dw * wv + x);
+          }
+        } else {
+          std::tie(x, dx0, dw) = std::make_tuple(0.5 * x, 0.5 * dx0, 0.5 * dw);
+        }
+      }
+      auto out = session.Run({{x0, Tensor::Scalar<double>(0.6)},
+                              {w, Tensor::Scalar<double>(wv)},
+                              {n, Tensor::Scalar<int32_t>(k)},
+                              {m, Tensor::Scalar<int32_t>(inner)}},
+                             {(*r)[1], (*g)[0], (*g)[1]});
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_NEAR((*out)[0].scalar<double>(), x, 1e-12) << "n=" << k << " m=" << inner;
+      EXPECT_NEAR((*out)[1].scalar<double>(), dx0, 1e-12) << "n=" << k << " m=" << inner;
+      EXPECT_NEAR((*out)[2].scalar<double>(), dw, 1e-12) << "n=" << k << " m=" << inner;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace train
 }  // namespace client
