@@ -29,9 +29,18 @@
 // runs only in the mirroring backprop iterations. The ordering edges of
 // pushes and pops that may be dead go through ControlTriggers.
 //
-// Unimplemented, naming the node: a loop nested in the differentiated
-// body, a resource loop variable the body replaces, an x or y inside a
-// loop body.
+// Loops nested in the body (any depth): inside the body's gradient a
+// nested loop is one node again, and its gradient is built the same way,
+// with a Nesting: its forward side (counter, stacks, pushes) runs in the
+// enclosing loop's forward frame, once per enclosing iteration, so the
+// enclosing loop pushes what the nested backprop reads of it (the count,
+// each stack's handle) and pops it in the mirroring backprop iteration,
+// where the nested backprop loop then runs. Its constants are tied to the
+// nested loop's first input, so they run exactly when the nested loop does.
+//
+// Unimplemented, naming the node: an Enter of a frame that is no
+// recognisable loop, a resource loop variable the body replaces, an x or
+// y inside a loop body.
 #ifndef GRAPHRUN_CLIENT_TRAIN_GRAD_WHILE_H_
 #define GRAPHRUN_CLIENT_TRAIN_GRAD_WHILE_H_
 
