@@ -81,8 +81,6 @@ absl::StatusOr<int64_t> ScalarInt(const OpKernel& k, const Tensor& t, absl::stri
 // `axis` in [-rank, rank) made non-negative; InvalidArgument naming the node.
 absl::StatusOr<int> CanonicalAxis(const OpKernel& k, int64_t axis, int rank,
                                   absl::string_view what = "axis");
-// Registers Slice, StridedSlice, Gather(V2), OneHot, Tile (array_index_kernels.cc).
-void RegisterArrayIndexKernels(KernelRegistry& r);
 
 }  // namespace array_util
 }  // namespace graphrun

@@ -348,8 +348,6 @@ class TileOp : public OpKernel {
 
 }  // namespace
 
-namespace array_util {
-
 void RegisterArrayIndexKernels(KernelRegistry& r) {
   const std::vector<DataType> all = AllTypes();
   const std::vector<DataType> all_res = AllTypesAndResource();
@@ -364,5 +362,4 @@ void RegisterArrayIndexKernels(KernelRegistry& r) {
   r.Add(KernelDef("Tile").Device(kDeviceCpu).TypeConstraint("T", all), MakeKernel<TileOp>());
 }
 
-}  // namespace array_util
 }  // namespace graphrun

@@ -19,6 +19,9 @@ void RegisterMatMulKernels(KernelRegistry& r);
 void RegisterReductionKernels(KernelRegistry& r);
 // array_kernels.cc, array_index_kernels.cc.
 void RegisterArrayKernels(KernelRegistry& r);
+// array_index_kernels.cc (Slice, StridedSlice, Gather, ...); called by
+// RegisterArrayKernels.
+void RegisterArrayIndexKernels(KernelRegistry& r);
 // random_kernels.cc.
 void RegisterRandomKernels(KernelRegistry& r);
 // dynamic_partition_kernels.cc: DynamicPartition, DynamicStitch.

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/ops/window_util.h"
 #include "graph/status.h"
+#include "kernels/framework/conv_window.h"
 #include "kernels/framework/kernel_registry.h"
 #include "kernels/framework/op_kernel.h"
 #include "kernels/math/onednn_util.h"
@@ -100,40 +101,12 @@ inline dnnl::memory Mem(const dnnl::memory::desc& md, const Tensor& t) {
   return dnnl::memory(md, CpuEngine(), t.raw_data());
 }
 
-// ---------------------------------------------------------------------------
-// Window attributes and geometry (NHWC only).
-
-struct WindowParams {
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t dilation_h = 1, dilation_w = 1;
-  int64_t window_h = 1, window_w = 1;  // pooling: ksize; conv: from filter
-  window::Padding padding = window::Padding::kValid;
-  std::vector<int64_t> explicit_paddings;  // 8 values in NHWC order, or empty
-};
-
-// Reads data_format (NHWC only), strides, padding (and explicit_paddings),
-// and dilations when `conv` or ksize otherwise. Returns the construction's
-// error naming the bad attribute.
-absl::Status ReadWindowParams(OpKernelConstruction* c, bool conv, WindowParams* p);
-
-// The geometry of one conv or pooling computation.
-struct Geometry {
-  int64_t n = 0, h = 0, w = 0, c = 0;  // input
-  int64_t kh = 1, kw = 1, out_c = 0;   // window; output channels
-  window::Dim dh, dw;                  // output sizes and paddings
-  TensorShape OutputShape() const { return TensorShape({n, dh.out, dw.out, out_c}); }
-  std::vector<int64_t> Key() const { return {n, h, w, c, kh, kw, out_c}; }
-};
-
-// The geometry of a `kh` x `kw` window with `out_c` output channels over the
-// NHWC `input`. Returns InvalidArgument (via k.Error) when `input` is not
-// rank 4 or the window does not fit.
-absl::StatusOr<Geometry> MakeGeometry(const OpKernel& k, const WindowParams& p,
-                                      const TensorShape& input, int64_t kh, int64_t kw,
-                                      int64_t out_c);
-
-// A rank-4 shape held by an int32/int64 vector input.
-absl::StatusOr<TensorShape> ShapeInput(const OpKernel& k, const Tensor& t, const char* what);
+// Window attributes and geometry (kernels/framework/conv_window.h).
+using conv_window::Geometry;
+using conv_window::MakeGeometry;
+using conv_window::ReadWindowParams;
+using conv_window::ShapeInput;
+using conv_window::WindowParams;
 
 }  // namespace onednn_conv
 }  // namespace graphrun
