@@ -1,8 +1,9 @@
 // The CUDA GPU device (--config=cuda builds): device memory from a BFC
 // allocator over cudaMalloc regions, a compute stream and host-to-device
-// and device-to-host streams, cuBLAS bound to the compute stream, and an
-// event poller thread that runs completion callbacks once the GPU reached
-// them (never inside a CUDA callback, so they may call CUDA again).
+// and device-to-host streams (each copy waits for the compute stream's
+// work enqueued before it), cuBLAS and cuDNN bound to the compute stream,
+// and an event poller thread that runs completion callbacks once the GPU
+// reached them (never inside a CUDA callback, so they may call CUDA again).
 //
 // The CUDA runtime is linked statically: on a machine without a driver or
 // a GPU the factory prints one line and the process runs on the CPU.
@@ -169,6 +170,11 @@ class GpuDevice : public Device, public GpuAccelerator {
     cublasSetMathMode(d->cublas_, tf32 != nullptr && std::string(tf32) == "1"
                                       ? CUBLAS_TF32_TENSOR_OP_MATH
                                       : CUBLAS_DEFAULT_MATH);
+    cudnnStatus_t ds = cudnnCreate(&d->cudnn_);
+    if (ds != CUDNN_STATUS_SUCCESS) {
+      return absl::InternalError(absl::StrCat("cudnnCreate: ", cudnnGetErrorString(ds)));
+    }
+    cudnnSetStream(d->cudnn_, d->compute_);
     d->poller_ = std::make_unique<EventPoller>(ordinal);
     return d;
   }
@@ -180,6 +186,7 @@ class GpuDevice : public Device, public GpuAccelerator {
     }
     poller_.reset();
     if (cublas_ != nullptr) cublasDestroy(cublas_);
+    if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
     for (cudaStream_t s : {compute_, h2d_, d2h_}) {
       if (s != nullptr) cudaStreamDestroy(s);
     }
@@ -191,6 +198,8 @@ class GpuDevice : public Device, public GpuAccelerator {
   cudaStream_t compute_stream() override { return compute_; }
   cublasHandle_t cublas() override { return cublas_; }
   std::mutex& cublas_mu() override { return cublas_mu_; }
+  cudnnHandle_t cudnn() override { return cudnn_; }
+  std::mutex& cudnn_mu() override { return cudnn_mu_; }
 
   bool CanHold(DataType dtype) const override { return FixedSizeDeviceType(dtype); }
 
@@ -230,9 +239,17 @@ class GpuDevice : public Device, public GpuAccelerator {
       return;
     }
     cudaSetDevice(ordinal_);
-    cudaError_t e =
-        cudaMemcpyAsync(device.raw_data(), host.raw_data(), static_cast<size_t>(host.TotalBytes()),
-                        cudaMemcpyHostToDevice, h2d_);
+    // After the kernels enqueued so far: `device` may reuse memory that a
+    // kernel still to run reads (freed once that kernel was enqueued).
+    cudaEvent_t enqueued;
+    cudaError_t e = cudaEventCreateWithFlags(&enqueued, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(enqueued, compute_);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(h2d_, enqueued, 0);
+    cudaEventDestroy(enqueued);
+    if (e == cudaSuccess) {
+      e = cudaMemcpyAsync(device.raw_data(), host.raw_data(),
+                          static_cast<size_t>(host.TotalBytes()), cudaMemcpyHostToDevice, h2d_);
+    }
     if (e != cudaSuccess) {
       done(CudaError(e, absl::StrCat("host-to-device copy on ", name())));
       return;
@@ -284,6 +301,8 @@ class GpuDevice : public Device, public GpuAccelerator {
   cudaStream_t compute_ = nullptr, h2d_ = nullptr, d2h_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::mutex cublas_mu_;
+  cudnnHandle_t cudnn_ = nullptr;
+  std::mutex cudnn_mu_;
   std::unique_ptr<EventPoller> poller_;
 };
 

@@ -1,5 +1,5 @@
 // What the GPU kernels need of the GPU device (runtime/gpu_device.cc
-// implements it): its CUDA compute stream and cuBLAS handle. Kernels
+// implements it): its CUDA compute stream and its cuBLAS and cuDNN handles. Kernels
 // enqueue their work on the compute stream and return; stream order makes
 // it visible to the kernels after them, and the device's copies wait for
 // the compute stream before they read.
@@ -8,6 +8,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <mutex>
 
@@ -22,6 +23,9 @@ class GpuAccelerator : public Accelerator {
   // Bound to the compute stream; hold cublas_mu() while using it.
   virtual cublasHandle_t cublas() = 0;
   virtual std::mutex& cublas_mu() = 0;
+  // Bound to the compute stream; hold cudnn_mu() while using it.
+  virtual cudnnHandle_t cudnn() = 0;
+  virtual std::mutex& cudnn_mu() = 0;
 };
 
 // The kernels' GPU; null when `device` is not a GPU.

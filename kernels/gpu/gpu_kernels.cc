@@ -3,7 +3,8 @@
 // Softmax, LogSoftmax and the sparse cross-entropy through gpu_kernels.cu;
 // Cast between float, double, int8, uint8, int32, int64 and bool; Fill
 // and friends; and the ops that only move or describe tensors
-// (Identity, Reshape, Shape, ...). Variables, data input and the ops left
+// (Identity, Reshape, Shape, ...). Convolutions and pooling go through
+// cuDNN (cudnn_kernels.cc). Variables, data input and the ops left
 // out stay on the CPU (the placer's type priority sends each node to the
 // GPU only where a kernel exists).
 #include <algorithm>
@@ -17,50 +18,10 @@
 #include "kernels/framework/op_kernel.h"
 #include "kernels/gpu/gpu_accelerator.h"
 #include "kernels/gpu/gpu_launch.h"
+#include "kernels/gpu/gpu_op_kernel.h"
 
 namespace graphrun {
 namespace {
-
-class GpuOpKernel : public OpKernel {
- public:
-  explicit GpuOpKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    gpu_ = AsGpu(ctx->device());
-    if (gpu_ == nullptr) {
-      ctx->SetStatus(Error(absl::StrCat("device ", ctx->device()->name(), " is no GPU")));
-    }
-    context_ = absl::StrCat("node '", name(), "' (op ", type_string(), ") on ",
-                            ctx->device()->name(), ": ");
-  }
-
- protected:
-  absl::StatusOr<Tensor> Output(OpKernelContext* ctx, int i, const TensorShape& shape) {
-    GR_ASSIGN_OR_RETURN(Tensor t, gpu_->AllocateDevice(output_type(i), shape, context_));
-    ctx->set_output(i, t);
-    return t;
-  }
-  absl::Status Launched(cudaError_t e) const {
-    if (e == cudaSuccess) return absl::OkStatus();
-    return absl::InternalError(
-        absl::StrCat(context_, "CUDA launch failed: ", cudaGetErrorString(e)));
-  }
-  // Input i, which must be in this GPU's memory.
-  absl::StatusOr<const Tensor*> OnGpu(OpKernelContext* ctx, int i) const {
-    const Tensor& t = ctx->input(i);
-    if (t.NumElements() > 0 && t.memory_space() != gpu_->memory_space()) {
-      return absl::InternalError(
-          absl::StrCat(context_, "input ", i, " is not in this GPU's memory"));
-    }
-    return &t;
-  }
-  absl::StatusOr<const float*> In(OpKernelContext* ctx, int i) const {
-    GR_ASSIGN_OR_RETURN(const Tensor* t, OnGpu(ctx, i));
-    return t->base<float>();
-  }
-  cudaStream_t stream() const { return gpu_->compute_stream(); }
-
-  GpuAccelerator* gpu_ = nullptr;
-  std::string context_;
-};
 
 class UnaryOpKernel : public GpuOpKernel {
  public:
@@ -448,6 +409,7 @@ void RegisterGpuKernels(KernelRegistry& r) {
           }));
   }
   r.Add(f("MatMul"), MakeKernel<MatMulOp>());
+  RegisterCudnnKernels(r);
   r.Add(f("BiasAdd"), MakeKernel<BiasAddOp>());
   r.Add(f("BiasAddGrad"), MakeKernel<BiasAddGradOp>());
   const std::pair<const char*, gpu::ReduceOp> reduce[] = {

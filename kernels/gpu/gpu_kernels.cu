@@ -186,6 +186,53 @@ __global__ void ApplyGradientDescentKernel(float* var, const float* alpha, const
   }
 }
 
+// y [n, h2, w2, c] = x [n, h, w, c] placed at (top, left), `value` around.
+__global__ void PadNhwcKernel(const float* x, float* y, int64_t total, int64_t h, int64_t w,
+                              int64_t c, int64_t top, int64_t left, int64_t h2, int64_t w2,
+                              float value) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t ch = i % c;
+    const int64_t col = (i / c) % w2;
+    const int64_t row = (i / (c * w2)) % h2;
+    const int64_t b = i / (c * w2 * h2);
+    const int64_t r = row - top, q = col - left;
+    y[i] = (r >= 0 && r < h && q >= 0 && q < w) ? x[((b * h + r) * w + q) * c + ch] : value;
+  }
+}
+
+// y [n, h, w, c] = the window of x [n, h2, w2, c] at (top, left).
+__global__ void CropNhwcKernel(const float* x, float* y, int64_t total, int64_t h, int64_t w,
+                               int64_t c, int64_t top, int64_t left, int64_t h2, int64_t w2) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t ch = i % c;
+    const int64_t q = (i / c) % w;
+    const int64_t r = (i / (c * w)) % h;
+    const int64_t b = i / (c * w * h);
+    y[i] = x[((b * h2 + r + top) * w2 + q + left) * c + ch];
+  }
+}
+
+// y = x with its 4 dims permuted: y dim d is x dim perm[d].
+__global__ void Transpose4Kernel(const float* x, float* y, int64_t total, Dims4 xd, Dims4 perm) {
+  int64_t xs[4];
+  xs[3] = 1;
+  for (int d = 2; d >= 0; --d) xs[d] = xs[d + 1] * xd.v[d + 1];
+  int64_t yd[4];
+  for (int d = 0; d < 4; ++d) yd[d] = xd.v[perm.v[d]];
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t rest = i, src = 0;
+    for (int d = 3; d >= 0; --d) {
+      const int64_t idx = rest % yd[d];
+      rest /= yd[d];
+      src += idx * xs[perm.v[d]];
+    }
+    y[i] = x[src];
+  }
+}
+
 }  // namespace
 
 cudaError_t LaunchUnary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream) {
@@ -306,6 +353,34 @@ cudaError_t LaunchCast(CastType from, const void* x, CastType to, void* y, int64
       return cudaGetLastError();
     });
   });
+}
+
+cudaError_t LaunchPadNhwc(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c,
+                          int64_t top, int64_t left, int64_t h2, int64_t w2, float value,
+                          cudaStream_t stream) {
+  const int64_t total = n * h2 * w2 * c;
+  if (total == 0) return cudaSuccess;
+  PadNhwcKernel<<<Blocks(total), kThreads, 0, stream>>>(x, y, total, h, w, c, top, left, h2, w2,
+                                                       value);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCropNhwc(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c,
+                           int64_t top, int64_t left, int64_t h2, int64_t w2,
+                           cudaStream_t stream) {
+  const int64_t total = n * h * w * c;
+  if (total == 0) return cudaSuccess;
+  CropNhwcKernel<<<Blocks(total), kThreads, 0, stream>>>(x, y, total, h, w, c, top, left, h2,
+                                                        w2);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchTranspose4(const float* x, float* y, Dims4 dims, Dims4 perm,
+                             cudaStream_t stream) {
+  const int64_t total = dims.v[0] * dims.v[1] * dims.v[2] * dims.v[3];
+  if (total == 0) return cudaSuccess;
+  Transpose4Kernel<<<Blocks(total), kThreads, 0, stream>>>(x, y, total, dims, perm);
+  return cudaGetLastError();
 }
 
 }  // namespace gpu

@@ -66,6 +66,23 @@ enum class CastType { kFloat, kDouble, kInt8, kUint8, kInt32, kInt64, kBool };
 cudaError_t LaunchCast(CastType from, const void* x, CastType to, void* y, int64_t n,
                        cudaStream_t stream);
 
+// y [n, h2, w2, c] = x [n, h, w, c] at rows top.., columns left.., and
+// `value` elsewhere (explicit padding for cuDNN, which pads symmetrically).
+cudaError_t LaunchPadNhwc(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c,
+                          int64_t top, int64_t left, int64_t h2, int64_t w2, float value,
+                          cudaStream_t stream);
+
+// y [n, h, w, c] = rows top.., columns left.. of x [n, h2, w2, c].
+cudaError_t LaunchCropNhwc(const float* x, float* y, int64_t n, int64_t h, int64_t w, int64_t c,
+                           int64_t top, int64_t left, int64_t h2, int64_t w2, cudaStream_t stream);
+
+// Four dims or a permutation of them.
+struct Dims4 {
+  int64_t v[4] = {};
+};
+// y = x (dims `dims`) transposed: y's dim d is x's dim perm[d].
+cudaError_t LaunchTranspose4(const float* x, float* y, Dims4 dims, Dims4 perm, cudaStream_t stream);
+
 }  // namespace gpu
 }  // namespace graphrun
 

@@ -3,6 +3,7 @@
 // Every GPU kernel is compared with its CPU kernel on random inputs,
 // shapes with empty and odd sizes included; errors name the node; an MLP
 // trains on the GPU with the CPU's losses.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -289,6 +290,111 @@ TEST(GpuTest, FillsAndViewsMatchTheCpu) {
            {{"T", Type(DT_FLOAT)}, {"Tshape", Type(DT_INT32)}}});
   Compare(
       {"Shape", {Random({6, 4, 0}, rng)}, {{"T", Type(DT_FLOAT)}, {"out_type", Type(DT_INT32)}}});
+}
+
+tensorflow::AttrValue Ints(const std::vector<int64_t>& v) {
+  tensorflow::AttrValue a;
+  for (int64_t x : v) a.mutable_list()->add_i(x);
+  return a;
+}
+tensorflow::AttrValue Str(const std::string& s) {
+  tensorflow::AttrValue a;
+  a.set_s(s);
+  return a;
+}
+Tensor Dims(const Tensor& t) {
+  std::vector<int32_t> d;
+  for (int i = 0; i < t.dims(); ++i) d.push_back(static_cast<int32_t>(t.dim_size(i)));
+  return Tensor::FromVector<int32_t>(d);
+}
+// Whether SAME padding of a `k` window at stride `s` over `in` is uneven
+// (cuDNN pads evenly: the GPU kernels pad such inputs themselves).
+bool Uneven(int64_t in, int64_t k, int64_t s) {
+  const int64_t out = (in + s - 1) / s;
+  const int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
+  return total % 2 == 1;
+}
+
+// cuDNN's Conv2D and its input and filter gradients against the CPU's
+// (oneDNN): even and uneven SAME padding, VALID, strides, dilation, a 1x1
+// filter and an empty batch.
+TEST(GpuTest, ConvolutionsMatchTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(8);
+  struct C {
+    std::vector<int64_t> x, f;
+    int64_t stride, dilation;
+    const char* padding;
+  };
+  for (const C& c : std::vector<C>{{{2, 8, 8, 3}, {3, 3, 3, 4}, 1, 1, "SAME"},
+                                   {{2, 8, 8, 3}, {3, 3, 3, 5}, 2, 1, "SAME"},
+                                   {{1, 6, 7, 2}, {2, 2, 2, 3}, 1, 1, "SAME"},
+                                   {{3, 9, 7, 4}, {5, 3, 4, 2}, 1, 1, "VALID"},
+                                   {{2, 10, 10, 3}, {3, 3, 3, 4}, 1, 2, "SAME"},
+                                   {{1, 5, 5, 1}, {1, 1, 1, 1}, 2, 1, "VALID"},
+                                   {{8, 28, 28, 1}, {3, 3, 1, 32}, 1, 1, "SAME"},
+                                   {{0, 5, 5, 2}, {3, 3, 2, 2}, 1, 1, "SAME"}}) {
+    const std::map<std::string, tensorflow::AttrValue> attrs = {
+        {"T", Type(DT_FLOAT)},
+        {"strides", Ints({1, c.stride, c.stride, 1})},
+        {"dilations", Ints({1, c.dilation, c.dilation, 1})},
+        {"padding", Str(c.padding)},
+        {"data_format", Str("NHWC")}};
+    const Tensor x = Random(c.x, rng), f = Random(c.f, rng);
+    Compare({"Conv2D", {x, f}, attrs}, 1e-4);
+    auto y = RunOn({"Conv2D", {x, f}, attrs}, "/device:CPU:0");
+    ASSERT_TRUE(y.ok()) << y.status();
+    std::vector<int64_t> ydims;
+    for (int i = 0; i < 4; ++i) ydims.push_back((*y)[0].dim_size(i));
+    const Tensor dy = Random(ydims, rng);
+    Compare({"Conv2DBackpropInput", {Dims(x), f, dy}, attrs}, 1e-4);
+    Compare({"Conv2DBackpropFilter", {x, Dims(f), dy}, attrs}, 1e-3);
+  }
+}
+
+// cuDNN's MaxPool, AvgPool and their gradients against the CPU's. AvgPool
+// with uneven SAME padding is Unimplemented on the GPU, naming the node.
+TEST(GpuTest, PoolingMatchesTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(9);
+  struct P {
+    std::vector<int64_t> x;
+    int64_t k, stride;
+    const char* padding;
+  };
+  for (const P& p : std::vector<P>{{{2, 8, 8, 3}, 2, 2, "VALID"},
+                                   {{2, 8, 8, 3}, 3, 2, "SAME"},
+                                   {{1, 6, 6, 2}, 3, 1, "SAME"},
+                                   {{3, 5, 7, 4}, 2, 1, "VALID"},
+                                   {{8, 28, 28, 32}, 2, 2, "VALID"},
+                                   {{0, 4, 4, 2}, 2, 2, "VALID"}}) {
+    const std::map<std::string, tensorflow::AttrValue> attrs = {
+        {"T", Type(DT_FLOAT)},
+        {"ksize", Ints({1, p.k, p.k, 1})},
+        {"strides", Ints({1, p.stride, p.stride, 1})},
+        {"padding", Str(p.padding)},
+        {"data_format", Str("NHWC")}};
+    const Tensor x = Random(p.x, rng);
+    Compare({"MaxPool", {x}, attrs});
+    auto y = RunOn({"MaxPool", {x}, attrs}, "/device:CPU:0");
+    ASSERT_TRUE(y.ok()) << y.status();
+    std::vector<int64_t> ydims;
+    for (int i = 0; i < 4; ++i) ydims.push_back((*y)[0].dim_size(i));
+    const Tensor dy = Random(ydims, rng);
+    Compare({"MaxPoolGrad", {x, (*y)[0], dy}, attrs});
+    const bool uneven = std::string(p.padding) == "SAME" &&
+                        (Uneven(p.x[1], p.k, p.stride) || Uneven(p.x[2], p.k, p.stride));
+    if (!uneven) {
+      Compare({"AvgPool", {x}, attrs});
+      Compare({"AvgPoolGrad", {Dims(x), dy}, attrs});
+      continue;
+    }
+    auto avg = RunOn({"AvgPool", {x}, attrs}, "/device:GPU:0");
+    ASSERT_FALSE(avg.ok());
+    EXPECT_EQ(avg.status().code(), absl::StatusCode::kUnimplemented) << avg.status();
+    EXPECT_TRUE(absl::StrContains(avg.status().message(), "node 'op' (op AvgPool)"))
+        << avg.status();
+  }
 }
 
 TEST(GpuTest, OutOfGpuMemoryNamesTheNodeAndDevice) {
