@@ -24,7 +24,10 @@ absl::Status ClientSession::ExtendIfNeeded() const {
   GR_RETURN_IF_ERROR(scope_.status());
   std::lock_guard<std::mutex> lock(mu_);
   const Graph& graph = *scope_.graph();
-  if (created_ && sent_node_ids_ == graph.num_node_ids()) return absl::OkStatus();
+  const auto& functions = graph.library().function();
+  if (created_ && sent_node_ids_ == graph.num_node_ids() && sent_functions_ == functions.size()) {
+    return absl::OkStatus();
+  }
   tensorflow::GraphDef all;
   graph.ToGraphDef(&all);
   tensorflow::GraphDef delta;
@@ -35,14 +38,13 @@ absl::Status ClientSession::ExtendIfNeeded() const {
   }
   // Functions the graph's library gained (an import's, for its call
   // frames): the library only grows, so the new ones are at its end.
-  const auto& functions = graph.library().function();
   for (int i = sent_functions_; i < functions.size(); ++i) {
     *delta.mutable_library()->add_function() = functions[i];
   }
   if (!created_) {
     GR_RETURN_IF_ERROR(session_->Create(delta));
     created_ = true;
-  } else if (delta.node_size() > 0) {
+  } else if (delta.node_size() > 0 || delta.library().function_size() > 0) {
     GR_RETURN_IF_ERROR(session_->Extend(delta));
   }
   sent_node_ids_ = graph.num_node_ids();

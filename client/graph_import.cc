@@ -65,12 +65,17 @@ absl::StatusOr<ImportedGraph> ImportGraphDef(
       return bad(absl::StrCat("node '", n->name(), "' has ", n->num_outputs(), " outputs"));
     }
     if (value.node() == nullptr) return bad("mapped to a null Output");
+    if (g->FindNodeId(value.node()->id()) != value.node()) {
+      return bad(absl::StrCat("'", value.node()->name(), "' is not in the scope's graph"));
+    }
     if (BaseType(value.type()) != BaseType(n->output_type(id->index))) {
       return bad(absl::StrCat("the graph's tensor is ", DataTypeString(n->output_type(id->index)),
                               " but '", value.node()->name(), "' is ",
                               DataTypeString(value.type())));
     }
-    mapped[{n->id(), id->index}] = value;
+    if (!mapped.emplace(std::make_pair(n->id(), id->index), value).second) {
+      return bad("another key names the same tensor");
+    }
   }
 
   const std::string base =

@@ -54,7 +54,9 @@ absl::StatusOr<ImportedGraph> ImportGraphDef(const Scope& scope, const tensorflo
 // ("node:i", or "node" for output 0) -> a tensor of the scope's graph that
 // the imported consumers read instead. The mapped nodes are imported all
 // the same. InvalidArgument naming the key: a key naming no tensor of
-// `def`, a value of another dtype, a null value.
+// `def` (after lowering: a node of a function body is not there), two keys
+// for one tensor ("p" and "p:0"), a value of another dtype, a null value
+// or one from another graph.
 absl::StatusOr<ImportedGraph> ImportGraphDef(
     const Scope& scope, const tensorflow::GraphDef& def, absl::string_view prefix,
     const absl::flat_hash_map<std::string, Output>& input_map);

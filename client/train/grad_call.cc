@@ -70,6 +70,16 @@ absl::Status CheckRecomputable(const tensorflow::FunctionDefLibrary& lib, const 
         GR_RETURN_IF_ERROR(CheckRecomputable(lib, ops, fn.name(), call, seen));
       }
     }
+    if (n.op() == "VarHandleOp") {
+      auto it = n.attr().find("shared_name");
+      if (it == n.attr().end() || it->second.s().empty()) {
+        return absl::UnimplementedError(
+            absl::StrCat("gradients: node '", call, "' runs function '", name,
+                         "' as a call frame, and its node '", n.name(),
+                         "' (op VarHandleOp) has no shared_name: a recomputed copy would name "
+                         "another variable"));
+      }
+    }
     const OpRegistrationData* d = ops.LookUp(n.op());
     if (d != nullptr && d->op_def.is_stateful() && !Recomputable(n.op())) {
       return absl::UnimplementedError(absl::StrCat(
@@ -124,7 +134,14 @@ Outs CallGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy
     (*p->mutable_attr())["dtype"].set_type(
         static_cast<tensorflow::DataType>(BaseType(call->input_type(i))));
     c->add_input(arg);
-    xs.push_back(Output(e->src, e->src_output));
+    // A fresh Identity per input, differentiated instead of the input
+    // itself: two inputs that are the same tensor, or one computed from
+    // the other, would otherwise count a path twice (the traversal would
+    // reach one input through the other, and the caller adds both).
+    Output x = Output(e->src, e->src_output);
+    xs.push_back(IsRefType(x.type()) || BaseType(x.type()) == DT_RESOURCE
+                     ? x
+                     : Identity(s.NewSubScope(arg), x));
     input_map[arg] = xs.back();
   }
   GR_ASSIGN_OR_RETURN(ImportedGraph copy, ImportGraphDef(s, def, "recompute", input_map));
@@ -134,6 +151,7 @@ Outs CallGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy
     GR_ASSIGN_OR_RETURN(ys[k], copy.Tensor(absl::StrCat("call:", i)));
     ++k;
   }
+  if (!s.ok()) return s.status();
   GR_ASSIGN_OR_RETURN(std::vector<Output> grads, AddSymbolicGradients(s, ys, xs, grad_ys));
   for (int i = 0; i < n_in; ++i) out[static_cast<size_t>(i)] = grads[static_cast<size_t>(i)];
   return out;

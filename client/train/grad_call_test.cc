@@ -150,6 +150,75 @@ TEST(CallFrameGradientTest, StatefulBodyIsUnimplemented) {
   EXPECT_THAT(grads.status().message(), HasSubstr("'r' (op RandomUniform)"));
 }
 
+// A call whose inputs are one tensor twice, or one computed from the
+// other: each path from x into the body counts once. mul(a, b) = a b, so
+// d mul(x, x)/dx = 2x and d mul(x, x^2)/dx = 3x^2.
+TEST(CallFrameGradientTest, SharedAndDependentInputsCountOnce) {
+  tensorflow::GraphDef def;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        node {
+          name: "x"
+          op: "Placeholder"
+          attr {
+            key: "dtype"
+            value { type: DT_FLOAT }
+          }
+        }
+        node {
+          name: "sq"
+          op: "Mul"
+          input: "x"
+          input: "x"
+          attr {
+            key: "T"
+            value { type: DT_FLOAT }
+          }
+        }
+        node { name: "twice" op: "mul" input: "x" input: "x" }
+        node { name: "cube" op: "mul" input: "x" input: "sq" }
+        library {
+          function {
+            signature {
+              name: "mul"
+              input_arg { name: "a" type: DT_FLOAT }
+              input_arg { name: "b" type: DT_FLOAT }
+              output_arg { name: "p" type: DT_FLOAT }
+            }
+            attr {
+              key: "_noinline"
+              value { b: true }
+            }
+            node_def {
+              name: "m"
+              op: "Mul"
+              input: "a"
+              input: "b"
+              attr {
+                key: "T"
+                value { type: DT_FLOAT }
+              }
+            }
+            ret { key: "p" value: "m:z:0" }
+          }
+        }
+      )pb",
+      &def));
+  Scope s = Scope::NewRootScope();
+  auto g = ImportGraphDef(s, def);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Output x = *g->Tensor("x");
+  auto d2 = AddSymbolicGradients(s, {*g->Tensor("twice")}, {x}, {});
+  ASSERT_TRUE(d2.ok()) << d2.status();
+  auto d3 = AddSymbolicGradients(s, {*g->Tensor("cube")}, {x}, {});
+  ASSERT_TRUE(d3.ok()) << d3.status();
+  ClientSession session(s);
+  auto out = session.Run({{x, Tensor::Scalar<float>(1.5f)}}, {(*d2)[0], (*d3)[0]});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 3.0f);
+  EXPECT_EQ((*out)[1].scalar<float>(), 3 * 1.5f * 1.5f);
+}
+
 // input_map: consumers of a mapped tensor read the scope's tensor instead;
 // a key naming nothing, or a tensor of another dtype, is InvalidArgument.
 TEST(ImportInputMapTest, MapsAndRejects) {
@@ -190,6 +259,13 @@ TEST(ImportInputMapTest, MapsAndRejects) {
   auto wrong = ImportGraphDef(s, def, "m3", {{"p", ops::Const(s, 1)}});
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(wrong.status().message(), HasSubstr("int32"));
+  auto twice = ImportGraphDef(s, def, "m4", {{"p", x}, {"p:0", x}});
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(twice.status().message(), HasSubstr("another key names the same tensor"));
+  Scope other = Scope::NewRootScope();
+  auto foreign = ImportGraphDef(s, def, "m5", {{"p", ops::Const(other, 2.0f)}});
+  EXPECT_EQ(foreign.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(foreign.status().message(), HasSubstr("not in the scope's graph"));
   EXPECT_EQ(s.graph()->FindNode("m2/p"), nullptr);  // nothing added on error
 }
 

@@ -111,35 +111,36 @@ Loops FindLoops(const Graph& graph) {
   // Each loop's frame: what its Enters reach before its Exits. A loop met
   // on the way is nested in this one: passed over, from its Enters to its
   // Exits (whose outputs are in this frame).
+  // `seen` and `passed` hold the loop that saw a node or passed a nested
+  // loop, so the walks cost what the frames hold, not loops x nodes.
+  std::vector<int> seen(n, -1), passed(r.loops.size(), -1);
   for (int li = 0; li < static_cast<int>(r.loops.size()); ++li) {
     Loop& l = r.loops[li];
     std::deque<Node*> queue;
-    std::vector<bool> seen(n, false);
     auto add = [&](Node* d) {
-      seen[d->id()] = true;
+      seen[d->id()] = li;
       r.inside[d->id()] = li;
       queue.push_back(d);
     };
     for (Node* en : l.enters) add(en);
     for (Node* c : l.invariants) add(c);
     for (const auto& exits : l.exits) {
-      for (Node* ex : exits) seen[ex->id()] = true;
+      for (Node* ex : exits) seen[ex->id()] = li;
     }
-    std::vector<bool> passed(r.loops.size(), false);
     while (!queue.empty()) {
       Node* node = queue.front();
       queue.pop_front();
       for (const Edge* o : node->out_edges()) {
         Node* d = o->dst;
-        if (seen[d->id()]) continue;
-        seen[d->id()] = true;
+        if (seen[d->id()] == li) continue;
+        seen[d->id()] = li;
         if (const int m = r.enter_of[d->id()]; m >= 0 && m != li) {
           if (r.loops[m].parent < 0) r.loops[m].parent = li;
-          if (passed[m]) continue;
-          passed[m] = true;
+          if (passed[m] == li) continue;
+          passed[m] = li;
           for (const auto& exits : r.loops[m].exits) {
             for (Node* ex : exits) {
-              if (!seen[ex->id()]) add(ex);
+              if (seen[ex->id()] != li) add(ex);
             }
           }
           continue;
@@ -251,7 +252,7 @@ class BranchConditions {
   }
   // Nodes every iteration runs: outside the loop, its Enters and Merges.
   bool Base(const Node* n) const {
-    if (!InLoop(n)) return true;
+    if (!InLoop(n) || n->op() == "ControlTrigger") return true;  // never dead
     if (n->IsEnter())
       return n->id() < static_cast<int>(loops_.enter_of.size()) && loops_.enter_of[n->id()] == li_;
     return Member(loop_.merges, n);
@@ -509,23 +510,21 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
       Node* sw = g->FindNodeId(switch_id);
       GR_ASSIGN_OR_RETURN(Output p, client::internal::Resolve(cap, DataInput(sw, 1)));
       std::vector<Output> routed = Op(bs, "Switch").In(live).In(p).Outs();
-      if (routed.size() != 2) return bs.status();
+      if (routed.size() != 2) {
+        return bs.ok() ? absl::InternalError("a gate's Switch failed to build") : bs.status();
+      }
       live = Identity(bs, routed[static_cast<size_t>(branch)]);
     }
     if (!bs.ok()) return bs.status();
     gates[c] = live.node();
     return live.node();
   };
-  // An ordering edge from a push or pop that may be dead (its value is in
-  // a branch not taken) goes through a ControlTrigger, which is never dead.
-  auto order = [&](const Scope& s, const Output& from, const Output& to, bool maybe_dead) {
-    Node* src = from.node();
-    if (maybe_dead) {
-      Operation t = Op(s.WithControlDependencies(from), "ControlTrigger").Build();
-      if (t.node() == nullptr) return;
-      src = t.node();
-    }
-    g->AddControlEdge(src, to.node());
+  // An ordering edge from a push or pop goes through a ControlTrigger,
+  // which is never dead: a push or pop whose value is in a branch not
+  // taken (or that the branch analysis missed) must not kill the counter.
+  auto order = [&](const Scope& s, const Output& from, const Output& to) {
+    Operation t = Op(s.WithControlDependencies(from), "ControlTrigger").Build();
+    if (t.node() != nullptr) g->AddControlEdge(t.node(), to.node());
   };
   cap.pivot = bwd_pivot;
   cap.inside = b.ids();
@@ -565,7 +564,7 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
                       .In(client::internal::Enter(gs, st, frame, true, pi))
                       .In(o)
                       .Out();
-    order(gs, push, inc, live != nullptr);
+    order(gs, push, inc);
     forward_since(first);
     Output pop = Op(bs.WithControlDependencies(bwd_pivot), "StackPopV2")
                      .In(client::internal::Enter(bs, st, b.frame(), true, pi))
@@ -574,7 +573,7 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     if (!gs.ok()) return gs.status();
     if (!bs.ok()) return bs.status();
     if (live != nullptr) g->AddControlEdge(live, pop.node());
-    order(bs, pop, dec, live != nullptr);
+    order(bs, pop, dec);
     stacks.push_back(st);
     return pop;
   };

@@ -27,7 +27,7 @@
 // dead in the others; its pop is gated by a chain of Switches of the
 // backprop pivot on the branches' predicates (themselves popped), so it
 // runs only in the mirroring backprop iterations. The ordering edges of
-// pushes and pops that may be dead go through ControlTriggers.
+// pushes and pops go through ControlTriggers (never dead).
 //
 // Loops nested in the body (any depth): inside the body's gradient a
 // nested loop is one node again, and its gradient is built the same way,
