@@ -458,7 +458,7 @@ void RegisterInferenceKernels(KernelRegistry& r) {
     using T = decltype(tag);
     for (const char* op : {"BatchMatMul", "BatchMatMulV2"}) {
       const bool broadcast = std::string(op) == "BatchMatMulV2";
-      r.Add(KernelDef(op).Device(kDeviceCpu).TypeConstraint("T", {dt}),
+      r.Add(KernelDef(op).Device(kDeviceCpu).TypeConstraint("T", dt),
             [broadcast](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
               return std::make_unique<BatchMatMulOp<T>>(c, broadcast);
             });
@@ -468,13 +468,13 @@ void RegisterInferenceKernels(KernelRegistry& r) {
   batch_matmul(double{}, DT_DOUBLE);
   batch_matmul(int32_t{}, DT_INT32);
   batch_matmul(int64_t{}, DT_INT64);
-  r.Add(KernelDef("DepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint("T", {DT_FLOAT}),
+  r.Add(KernelDef("DepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint("T", DT_FLOAT),
         MakeKernel<DepthwiseConvOp<float>>());
-  r.Add(KernelDef("DepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint("T", {DT_DOUBLE}),
+  r.Add(KernelDef("DepthwiseConv2dNative").Device(kDeviceCpu).TypeConstraint("T", DT_DOUBLE),
         MakeKernel<DepthwiseConvOp<double>>());
   auto bilinear = [&](auto tag, DataType dt) {
     using T = decltype(tag);
-    r.Add(KernelDef("ResizeBilinear").Device(kDeviceCpu).TypeConstraint("T", {dt}),
+    r.Add(KernelDef("ResizeBilinear").Device(kDeviceCpu).TypeConstraint("T", dt),
           MakeKernel<ResizeBilinearOp<T>>());
   };
   bilinear(float{}, DT_FLOAT);
