@@ -52,7 +52,9 @@ absl::StatusOr<ImportedGraph> ImportGraphDef(
 
   // input_map, by (source node id, output).
   absl::flat_hash_map<std::pair<int, int>, Output> mapped;
-  for (const auto& [key, value] : input_map) {
+  for (const auto& entry : input_map) {
+    const std::string& key = entry.first;
+    const Output& value = entry.second;
     auto bad = [&](absl::string_view why) {
       return absl::InvalidArgumentError(
           absl::StrCat("ImportGraphDef: input_map key '", key, "': ", why));
