@@ -34,6 +34,20 @@ Output Placeholder(const Scope& s, DataType dt, const PartialShape& shape) {
       .Out();
 }
 
+// Fetched {loss, unrolled loss, 3 loop gradients, 3 unrolled gradients}:
+// equal to 1e-12, element by element.
+void ExpectLoopMatchesUnrolled(const std::vector<Tensor>& out) {
+  EXPECT_NEAR(out[0].scalar<double>(), out[1].scalar<double>(), 1e-12);
+  for (int i = 0; i < 3; ++i) {
+    const Tensor& a = out[2 + i];
+    const Tensor& b = out[5 + i];
+    ASSERT_EQ(a.shape(), b.shape()) << "x " << i;
+    for (int64_t j = 0; j < a.NumElements(); ++j) {
+      EXPECT_NEAR(a.flat<double>()[j], b.flat<double>()[j], 1e-12) << "x " << i << " [" << j << "]";
+    }
+  }
+}
+
 // v = x^n by n multiplications: dv/dx = n x^(n-1), for every n including 0
 // (no iteration: the gradient is 0 and the loop's Exit passes 1 through).
 class PowerLoopTest : public ::testing::TestWithParam<int> {};
@@ -111,15 +125,7 @@ TEST(WhileGradientTest, RnnMatchesUnrolledAndCentralDifferences) {
   auto out = session.Run({{w, wv}, {bias, bv}, {h0, hv}},
                          {loss, unrolled, (*g)[0], (*g)[1], (*g)[2], (*gu)[0], (*gu)[1], (*gu)[2]});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_NEAR((*out)[0].scalar<double>(), (*out)[1].scalar<double>(), 1e-12);
-  for (int i = 0; i < 3; ++i) {
-    const Tensor& a = (*out)[2 + i];
-    const Tensor& b = (*out)[5 + i];
-    ASSERT_EQ(a.shape(), b.shape()) << "x " << i;
-    for (int64_t j = 0; j < a.NumElements(); ++j) {
-      EXPECT_NEAR(a.flat<double>()[j], b.flat<double>()[j], 1e-12) << "x " << i << " [" << j << "]";
-    }
-  }
+  ExpectLoopMatchesUnrolled(*out);
   auto check = testing::CheckGradients(s, {w, bias, h0}, {wv, bv, hv}, loss, 1e-6);
   ASSERT_TRUE(check.ok()) << check.status();
   EXPECT_LT(check->max_rel_error, 1e-6);
@@ -513,15 +519,7 @@ TEST(WhileGradientTest, NestedRnnMatchesUnrolled) {
   auto out = session.Run({{w, wv}, {bias, bv}, {h0, hv}},
                          {loss, unrolled, (*g)[0], (*g)[1], (*g)[2], (*gu)[0], (*gu)[1], (*gu)[2]});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_NEAR((*out)[0].scalar<double>(), (*out)[1].scalar<double>(), 1e-12);
-  for (int i = 0; i < 3; ++i) {
-    const Tensor& a = (*out)[2 + i];
-    const Tensor& b = (*out)[5 + i];
-    ASSERT_EQ(a.shape(), b.shape()) << "x " << i;
-    for (int64_t j = 0; j < a.NumElements(); ++j) {
-      EXPECT_NEAR(a.flat<double>()[j], b.flat<double>()[j], 1e-12) << "x " << i << " [" << j << "]";
-    }
-  }
+  ExpectLoopMatchesUnrolled(*out);
 }
 
 // A loop inside one branch of a conditional inside a loop:

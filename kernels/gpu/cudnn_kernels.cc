@@ -462,11 +462,6 @@ class PoolGradOp : public PoolOpKernel {
   }
 };
 
-template <typename F>
-KernelFactory Factory(F make) {
-  return [make](OpKernelConstruction* ctx) -> std::unique_ptr<OpKernel> { return make(ctx); };
-}
-
 }  // namespace
 
 void RegisterCudnnKernels(KernelRegistry& r) {

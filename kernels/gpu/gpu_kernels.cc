@@ -368,11 +368,6 @@ class ForwardOp : public OpKernel {
   }
 };
 
-template <typename F>
-KernelFactory Factory(F make) {
-  return [make](OpKernelConstruction* ctx) -> std::unique_ptr<OpKernel> { return make(ctx); };
-}
-
 }  // namespace
 
 void RegisterGpuKernels(KernelRegistry& r) {

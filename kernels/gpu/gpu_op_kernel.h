@@ -4,6 +4,7 @@
 #ifndef GRAPHRUN_KERNELS_GPU_GPU_OP_KERNEL_H_
 #define GRAPHRUN_KERNELS_GPU_GPU_OP_KERNEL_H_
 
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -63,6 +64,13 @@ class GpuOpKernel : public OpKernel {
   GpuAccelerator* gpu_ = nullptr;
   std::string context_;
 };
+
+// A kernel factory from a callable making the kernel (for kernels that
+// take more than the construction context).
+template <typename F>
+KernelFactory Factory(F make) {
+  return [make](OpKernelConstruction* ctx) -> std::unique_ptr<OpKernel> { return make(ctx); };
+}
 
 // Conv2D and its gradients, MaxPool, AvgPool and their gradients through
 // cuDNN (cudnn_kernels.cc); called by RegisterGpuKernels.

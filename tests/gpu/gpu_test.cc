@@ -307,6 +307,11 @@ Tensor Dims(const Tensor& t) {
   for (int i = 0; i < t.dims(); ++i) d.push_back(static_cast<int32_t>(t.dim_size(i)));
   return Tensor::FromVector<int32_t>(d);
 }
+std::vector<int64_t> ShapeOf(const Tensor& t) {
+  std::vector<int64_t> d;
+  for (int i = 0; i < t.dims(); ++i) d.push_back(t.dim_size(i));
+  return d;
+}
 // Whether SAME padding of a `k` window at stride `s` over `in` is uneven
 // (cuDNN pads evenly: the GPU kernels pad such inputs themselves).
 bool Uneven(int64_t in, int64_t k, int64_t s) {
@@ -344,9 +349,7 @@ TEST(GpuTest, ConvolutionsMatchTheCpu) {
     Compare({"Conv2D", {x, f}, attrs}, 1e-4);
     auto y = RunOn({"Conv2D", {x, f}, attrs}, "/device:CPU:0");
     ASSERT_TRUE(y.ok()) << y.status();
-    std::vector<int64_t> ydims;
-    for (int i = 0; i < 4; ++i) ydims.push_back((*y)[0].dim_size(i));
-    const Tensor dy = Random(ydims, rng);
+    const Tensor dy = Random(ShapeOf((*y)[0]), rng);
     Compare({"Conv2DBackpropInput", {Dims(x), f, dy}, attrs}, 1e-4);
     Compare({"Conv2DBackpropFilter", {x, Dims(f), dy}, attrs}, 1e-3);
   }
@@ -378,9 +381,7 @@ TEST(GpuTest, PoolingMatchesTheCpu) {
     Compare({"MaxPool", {x}, attrs});
     auto y = RunOn({"MaxPool", {x}, attrs}, "/device:CPU:0");
     ASSERT_TRUE(y.ok()) << y.status();
-    std::vector<int64_t> ydims;
-    for (int i = 0; i < 4; ++i) ydims.push_back((*y)[0].dim_size(i));
-    const Tensor dy = Random(ydims, rng);
+    const Tensor dy = Random(ShapeOf((*y)[0]), rng);
     Compare({"MaxPoolGrad", {x, (*y)[0], dy}, attrs});
     const bool uneven = std::string(p.padding) == "SAME" &&
                         (Uneven(p.x[1], p.k, p.stride) || Uneven(p.x[2], p.k, p.stride));
