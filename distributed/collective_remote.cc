@@ -18,12 +18,12 @@ namespace collective_internal {
 
 // The dtype and shape members of an instance must agree on: for a gather
 // all but dimension 0, for a broadcast the whole shape.
-std::string Signature(const CollectiveArgs& a, const Tensor& input) {
+std::string Signature(const CollectiveArgs& a, const Tensor& input, bool push) {
   if (a.type == CollectiveType::kReduce) {
-    // What every member must agree on, algorithm choice included.
+    // What every member must agree on, algorithm and transport included.
     return absl::StrCat(DataTypeString(a.dtype), "[", input.NumElements(), "] merge ",
                         static_cast<int>(a.merge_op), " final ", static_cast<int>(a.final_op),
-                        " hint ", a.communication_hint);
+                        " hint ", a.communication_hint, push ? " push" : " pull");
   }
   TensorShape shape = a.type == CollectiveType::kBroadcastRecv ? a.shape : input.shape();
   std::vector<int64_t> dims(shape.dim_sizes().begin(), shape.dim_sizes().end());
@@ -188,6 +188,90 @@ void RemoteCollectives::ResolveGroup(std::shared_ptr<RunState> st) {
       });
 }
 
+void RemoteCollectives::Receive(std::shared_ptr<RunState> st, int rank, const std::string& key,
+                                std::function<void(absl::StatusOr<Tensor>)> cb) {
+  Tensor got;
+  absl::Status aborted;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = inbox_.find(key);
+    if (!aborted_.ok()) {
+      aborted = aborted_;
+    } else if (it != inbox_.end()) {
+      got = std::move(it->second);
+      inbox_bytes_ -= got.TotalBytes();
+      inbox_.erase(it);
+    } else {
+      inbox_waiters_[key] = std::move(cb);
+    }
+  }
+  if (!aborted.ok()) {
+    Finish(st, aborted);
+    return;
+  }
+  if (got.IsInitialized()) {
+    cb(std::move(got));
+    return;
+  }
+  // Waiting: the connection to the sender closing (it died, or stopped)
+  // fails the run at once, as a pull from it would; heartbeats cover the
+  // rest.
+  const std::string task = TaskOfDevice(st->group->devices[rank]);
+  auto worker = workers_->GetWorker(task);
+  if (!worker.ok()) return;
+  std::function<void()> unwatch =
+      (*worker)->WatchLoss([this, st, key, task](const absl::Status& why) {
+        bool waiting;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          waiting = inbox_waiters_.erase(key) > 0;
+        }
+        if (!waiting) return;
+        std::string msg(why.message());
+        Finish(st, absl::UnavailableError(absl::StrCat(Describe(st->args), ": peer ", task,
+                                                       msg.find(task) == std::string::npos
+                                                           ? absl::StrCat(" (", msg, ")")
+                                                           : absl::StrCat(": ", msg))));
+      });
+  bool finished;
+  {
+    std::lock_guard<std::mutex> l(st->mu);
+    finished = st->finished;
+    if (!finished) st->unwatch.push_back(unwatch);
+  }
+  if (finished) unwatch();
+}
+
+absl::Status RemoteCollectives::Deliver(const std::string& key, const Tensor& value) {
+  std::function<void(absl::StatusOr<Tensor>)> waiter;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!aborted_.ok()) return aborted_;
+    if (key.rfind(kBuf, 0) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task ", task_, ": pushed '", key.substr(0, 200), "' is no collective piece"));
+    }
+    auto it = inbox_waiters_.find(key);
+    if (it != inbox_waiters_.end()) {
+      waiter = std::move(it->second);
+      inbox_waiters_.erase(it);
+    } else if (inbox_.count(key) > 0) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("task ", task_, ": collective piece '", key, "' was pushed twice"));
+    } else if (inbox_bytes_ + value.TotalBytes() > kMaxInboxBytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("task ", task_, ": collective pieces pushed ahead of their runs exceed ",
+                       kMaxInboxBytes, " bytes"));
+    } else {
+      inbox_bytes_ += value.TotalBytes();
+      inbox_.emplace(key, value);
+      return absl::OkStatus();
+    }
+  }
+  waiter(value);
+  return absl::OkStatus();
+}
+
 void RemoteCollectives::Start(std::shared_ptr<RunState> st) {
   const Group& g = *st->group;
   if (g.size != st->args.group_size) {
@@ -208,7 +292,7 @@ void RemoteCollectives::Start(std::shared_ptr<RunState> st) {
   if (st->args.type == CollectiveType::kReduce) {
     // The members agree on dtype, size and algorithm the first time an
     // instance runs (at the leader); later runs of it skip the round trip.
-    const std::string signature = Signature(st->args, st->input);
+    const std::string signature = Signature(st->args, st->input, push_);
     bool checked;
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -339,8 +423,7 @@ void RemoteCollectives::DoublingStep(std::shared_ptr<RunState> st, int k) {
   }
   const int partner = r ^ (1 << k);
   auto key = [&](int from) { return absl::StrCat(st->prefix, "rd", k, ";", from); };
-  Put(key(r), st->buffer.DeepCopy());
-  Fetch(st, partner, key(partner), [this, st, k, partner](absl::StatusOr<Tensor> v) {
+  auto merge = [this, st, k, partner](absl::StatusOr<Tensor> v) {
     if (!v.ok()) {
       Finish(st, v.status());
       return;
@@ -356,6 +439,36 @@ void RemoteCollectives::DoublingStep(std::shared_ptr<RunState> st, int k) {
     collective_math::Merge(st->args.dtype, st->args.merge_op, st->buffer.raw_data(), v->raw_data(),
                            st->buffer.NumElements());
     DoublingStep(st, k + 1);
+  };
+  // The piece goes out (a copy: the merge below changes the buffer) before
+  // the partner's is merged.
+  if (push_) {
+    Push(st, partner, key(r), st->buffer.DeepCopy());
+    Receive(st, partner, key(partner), std::move(merge));
+  } else {
+    Put(key(r), st->buffer.DeepCopy());
+    Fetch(st, partner, key(partner), std::move(merge));
+  }
+}
+
+void RemoteCollectives::Push(std::shared_ptr<RunState> st, int rank, const std::string& key,
+                             Tensor value) {
+  const std::string task = TaskOfDevice(st->group->devices[rank]);
+  auto worker = workers_->GetWorker(task);
+  if (!worker.ok()) {
+    Finish(st, absl::UnavailableError(absl::StrCat(Describe(st->args), ": peer ", task, ": ",
+                                                   worker.status().message())));
+    return;
+  }
+  std::shared_ptr<WorkerInterface> w = *worker;
+  num_pushed_.fetch_add(1);
+  w->PushTensorAsync(key, value, [this, st, w, task](const absl::Status& s) {
+    if (s.ok()) return;
+    std::string msg(s.message());
+    Finish(st, absl::Status(s.code(), absl::StrCat(Describe(st->args), ": peer ", task,
+                                                   msg.find(task) == std::string::npos
+                                                       ? absl::StrCat(" (", msg, ")")
+                                                       : absl::StrCat(": ", msg))));
   });
 }
 
@@ -387,12 +500,15 @@ void RemoteCollectives::WatchPeers(int64_t generation) {
 
 void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status) {
   std::vector<std::shared_ptr<CallOptions>> fetches;
+  std::vector<std::function<void()>> unwatch;
   {
     std::lock_guard<std::mutex> l(st->mu);
     if (st->finished) return;
     st->finished = true;
     fetches.swap(st->fetches);
+    unwatch.swap(st->unwatch);
   }
+  for (auto& u : unwatch) u();
   HealthMonitor::Watch idle;  // cancelled after mu_ is released
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -483,7 +599,7 @@ void RemoteCollectives::ResolveInstance(std::shared_ptr<RunState> st) {
   auto res = std::make_shared<RecvTensorResult>();
   req->set_rendezvous_key(absl::StrCat(kInst, a.group_key, ";", a.instance_key, ";", st->run, ";",
                                        a.group_size, ";", a.device, ";", std::string(1, role), ";",
-                                       rows, ";", Signature(a, st->input)));
+                                       rows, ";", Signature(a, st->input, push_)));
   {
     std::lock_guard<std::mutex> l(st->mu);
     if (st->finished) return;
@@ -501,7 +617,8 @@ void RemoteCollectives::ResolveInstance(std::shared_ptr<RunState> st) {
         if (st->args.type == CollectiveType::kReduce) {
           {
             std::lock_guard<std::mutex> l(mu_);
-            checked_[{st->args.group_key, st->args.instance_key}] = Signature(st->args, st->input);
+            checked_[{st->args.group_key, st->args.instance_key}] =
+                Signature(st->args, st->input, push_);
           }
           StartReduce(st);
         } else if (st->args.type == CollectiveType::kGather) {

@@ -11,7 +11,17 @@
 //
 // Data moves with the task's RecvTensor transport (the data channel, or
 // gRPC), by pull: a member publishes each piece it sends under a key in its
-// own buffer table, and the peer that needs it fetches it. Algorithms:
+// own buffer table, and the peer that needs it fetches it. Recursive
+// doubling pushes instead when the task watches its peers' health
+// (set_push): each piece goes to the partner unasked
+// (WorkerInterface::PushTensorAsync, one message instead of a request and
+// its answer) and waits in the partner's inbox until its run takes it. A
+// partner that dies shows as the connection to it closing (the one this
+// member pushed on), as a push that fails, or else as the heartbeats'
+// Unavailable naming it (within interval x misses). Members agree on the
+// transport with the rest of an instance's signature, so a member that
+// pulls while another pushes is an InvalidArgument naming it, never a
+// hang. Algorithms:
 //   * ring (reduce-scatter then all-gather, the tensor split into
 //     segments that run as independent rings, so transfers and merges of
 //     different segments overlap);
@@ -40,6 +50,7 @@
 #ifndef GRAPHRUN_DISTRIBUTED_COLLECTIVE_REMOTE_H_
 #define GRAPHRUN_DISTRIBUTED_COLLECTIVE_REMOTE_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -80,6 +91,19 @@ class RemoteCollectives final : public CollectiveExecutor {
   // A peer's RecvTensor of a collective key: a group join (on the leader)
   // or a published buffer. `opts` (may be null) cancels the wait.
   void Serve(const std::string& key, CallOptions* opts, RecvTensorResult* out, StatusCallback done);
+
+  // A piece a peer pushed (WorkerInterface::PushTensorAsync): handed to
+  // the run waiting for it, or kept until that run starts. Errors: a key
+  // that is no piece (InvalidArgument), a piece pushed twice
+  // (AlreadyExists), pieces held ahead of their runs over kMaxInboxBytes
+  // (ResourceExhausted), or the abort status after AbortAll.
+  absl::Status Deliver(const std::string& key, const Tensor& value);
+  static constexpr int64_t kMaxInboxBytes = int64_t{1} << 30;
+  // Recursive doubling pushes its pieces (above). Set before the first
+  // Run, the same on every member (it is part of the signature).
+  void set_push(bool push) { push_ = push; }
+  // Pieces this task pushed so far.
+  int64_t num_pushed() const { return num_pushed_.load(); }
 
   // Fails every pending run, join and buffer wait with `why` (the task is
   // stopping, or a run failed: one failure aborts every collective of the
@@ -133,6 +157,13 @@ class RemoteCollectives final : public CollectiveExecutor {
   void WatchPeers(int64_t generation);
   // Publishes `value` under `key` in this task's table.
   void Put(const std::string& key, Tensor value);
+  // Pushes `value` to the task of `rank`'s device under `key`; a failed
+  // push fails the run naming the peer.
+  void Push(std::shared_ptr<RunState> st, int rank, const std::string& key, Tensor value);
+  // Calls `cb` with the piece that `rank`'s task pushed under `key` once it
+  // is here; the connection to that task closing meanwhile fails the run.
+  void Receive(std::shared_ptr<RunState> st, int rank, const std::string& key,
+               std::function<void(absl::StatusOr<Tensor>)> cb);
   // Fetches `key` from the task of `rank`'s device; the transport may
   // receive it straight into `into` (RecvTensorResult::destination).
   void Fetch(std::shared_ptr<RunState> st, int rank, const std::string& key,
@@ -161,6 +192,11 @@ class RemoteCollectives final : public CollectiveExecutor {
   // signature they agreed on.
   std::map<std::pair<int32_t, int32_t>, std::string> checked_;
   std::map<std::string, Tensor> buffers_;
+  bool push_ = false;
+  std::atomic<int64_t> num_pushed_{0};
+  std::map<std::string, Tensor> inbox_;  // pushed pieces not taken yet
+  int64_t inbox_bytes_ = 0;
+  std::map<std::string, std::function<void(absl::StatusOr<Tensor>)>> inbox_waiters_;
   std::map<std::string, Waiter> waiters_;
   std::set<std::string> cancelled_keys_;  // fetches cancelled before they waited
   std::set<std::shared_ptr<RunState>> running_;

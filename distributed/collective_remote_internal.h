@@ -4,6 +4,7 @@
 #define GRAPHRUN_DISTRIBUTED_COLLECTIVE_REMOTE_INTERNAL_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,8 +23,8 @@ inline constexpr char kBuf[] = "collective;buf;";
 inline constexpr char kInst[] = "collective;inst;";
 
 // What the members of an instance must agree on (dtype and shape; for an
-// all-reduce also the ops and hint, which pick the algorithm).
-std::string Signature(const CollectiveArgs& a, const Tensor& input);
+// all-reduce also the ops, hint and transport, which pick the algorithm).
+std::string Signature(const CollectiveArgs& a, const Tensor& input, bool push);
 // "collective reduce of group 1 instance 7 (node 'r' on DEVICE)".
 std::string Describe(const CollectiveArgs& a);
 inline int Mod(int a, int n) { return ((a % n) + n) % n; }
@@ -54,6 +55,7 @@ struct RemoteCollectives::RunState {
   std::mutex mu;
   bool finished = false;
   std::vector<std::shared_ptr<CallOptions>> fetches;  // in flight
+  std::vector<std::function<void()>> unwatch;         // push receives' WatchLoss
 
   // Chunk `c` of segment `s`: [begin, end) elements.
   std::pair<int64_t, int64_t> Chunk(int s, int c) const {

@@ -273,12 +273,17 @@ void RemoteCollectives::Drain(int timeout_ms) {
 void RemoteCollectives::AbortAll(const absl::Status& why) {
   std::vector<Waiter> failed;
   std::vector<std::shared_ptr<RunState>> runs;
+  std::map<std::string, std::function<void(absl::StatusOr<Tensor>)>> receivers;
+  std::map<std::string, Tensor> inbox;  // freed outside mu_
   {
     std::lock_guard<std::mutex> l(mu_);
     if (aborted_.ok()) aborted_ = why;
     for (auto& [key, w] : waiters_) failed.push_back(std::move(w));
     waiters_.clear();
     buffers_.clear();
+    receivers.swap(inbox_waiters_);
+    inbox.swap(inbox_);
+    inbox_bytes_ = 0;
     drained_cv_.notify_all();
     for (auto& [group, g] : leader_groups_) {
       for (Waiter& w : g.pending) failed.push_back(std::move(w));
@@ -294,6 +299,7 @@ void RemoteCollectives::AbortAll(const absl::Status& why) {
     if (w.opts != nullptr) w.opts->ClearCancelCallback();
     w.done(why);
   }
+  for (auto& [key, cb] : receivers) cb(why);
   for (auto& st : runs) Finish(st, why);
 }
 

@@ -80,12 +80,18 @@ HealthMonitor::Watch HealthMonitor::WatchTasks(const std::vector<std::string>& t
   w.state_ = std::make_shared<Watch::State>();
   w.state_->on_dead = std::move(on_dead);
   absl::Status already;
+  // The loop is woken only for a task it does not probe yet: a watch that
+  // comes and goes every step (collectives) costs no thread wake-up.
+  bool wake = false;
+  const auto now = std::chrono::steady_clock::now();
+  const auto linger = std::chrono::milliseconds(options_.interval_ms * (options_.misses + 2));
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const std::string& t : tasks) {
       if (t == options_.self_task) continue;
       w.state_->tasks.push_back(t);
       Peer& p = peers_[t];
+      if (p.watchers == 0 && !p.dead && !p.probing && now - p.idle_since >= linger) wake = true;
       ++p.watchers;
       if (p.dead && already.ok()) {
         already = p.dead_status;
@@ -96,7 +102,7 @@ HealthMonitor::Watch HealthMonitor::WatchTasks(const std::vector<std::string>& t
       }
     }
     if (options_.interval_ms > 0 && !stop_) watches_.insert(w.state_);
-    cv_.notify_all();
+    if (wake) cv_.notify_all();
   }
   if (!already.ok()) w.state_->Fire(already);
   return w;

@@ -280,6 +280,20 @@ void Worker::CleanupAllAsync(const CleanupAllRequest& request, CleanupAllRespons
   done(absl::OkStatus());
 }
 
+void Worker::PushTensorAsync(const std::string& key, const Tensor& tensor, StatusCallback done) {
+  if (!RemoteCollectives::IsCollectiveKey(key)) {
+    done(absl::InvalidArgumentError(absl::StrCat("task ", env_->task, ": a pushed tensor under '",
+                                                 key.substr(0, 200),
+                                                 "', which is not a collective's key")));
+    return;
+  }
+  if (env_->collectives == nullptr) {
+    done(absl::FailedPreconditionError(absl::StrCat("task ", env_->task, " runs no collectives")));
+    return;
+  }
+  done(env_->collectives->Deliver(key, tensor));
+}
+
 void Worker::RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
                              RecvTensorResult* response, StatusCallback done) {
   if (RemoteCollectives::IsCollectiveKey(request.rendezvous_key())) {

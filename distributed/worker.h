@@ -48,6 +48,9 @@ class Worker : public WorkerInterface {
                        StatusCallback done) override;
   void RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
                        RecvTensorResult* response, StatusCallback done) override;
+  // Collective pieces only (RemoteCollectives::Deliver); other keys are
+  // InvalidArgument.
+  void PushTensorAsync(const std::string& key, const Tensor& tensor, StatusCallback done) override;
 
   // Sessions open now.
   int64_t num_sessions();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "distributed/call_options.h"
 #include "distributed/protos/worker.pb.h"
 #include "graph/tensor.h"
@@ -83,6 +84,21 @@ class WorkerInterface {
   // incarnation is not the serving device's (the task restarted).
   virtual void RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
                                RecvTensorResult* response, StatusCallback done) = 0;
+  // Hands `tensor` to this task unasked, under `key` (collectives' push
+  // transport: one message instead of a request and its answer). OK once
+  // the task has it, or once the transport wrote it (the data channel's
+  // pushes are one-way). Unimplemented where the task takes no pushes.
+  virtual void PushTensorAsync(const std::string& key, const Tensor& tensor, StatusCallback done) {
+    done(absl::UnimplementedError(
+        absl::StrCat("PushTensor of '", key, "': this worker takes no pushed tensors")));
+  }
+  // Calls `on_lost` once (with an Unavailable naming the task) if the
+  // transport's open connection to the task closes, until the returned
+  // function is called. Never called where there is no such connection,
+  // or the transport cannot tell (heartbeats tell there).
+  virtual std::function<void()> WatchLoss(std::function<void(const absl::Status&)> on_lost) {
+    return [] {};
+  }
 };
 
 // Blocks until `start(done)` calls done; returns its status.

@@ -24,10 +24,15 @@ std::atomic<int64_t> g_cap{0};
 }  // namespace
 
 int64_t PhysicalMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return int64_t{8} << 30;  // unknown: assume 8 GiB
-  return static_cast<int64_t>(pages) * page;
+  // Read once: sysconf(_SC_PHYS_PAGES) is a sysinfo(2) call, and every
+  // checked allocation asks (GetMemoryLimits) until limits are set.
+  static const int64_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return int64_t{8} << 30;  // unknown: assume 8 GiB
+    return static_cast<int64_t>(pages) * page;
+  }();
+  return bytes;
 }
 
 MemoryLimits DefaultMemoryLimits() {

@@ -207,6 +207,10 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
         Release(h.id);
         continue;
       }
+      if (h.type == kPush) {
+        if (!Push(std::move(key))) break;
+        continue;
+      }
       if (h.type != kRecv) break;
       auto call = std::make_shared<Call>();
       call->id = h.id;
@@ -238,6 +242,36 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
     // when the accept loop reaps the connection); cancelled calls' answers
     // find the socket shut.
     shutdown(fd_, SHUT_RDWR);
+  }
+
+  // A pushed tensor (after its key): read whole, then handed to the
+  // worker on this thread. False for a frame that breaks the protocol (the
+  // connection is dropped); a tensor the worker refuses is counted.
+  bool Push(std::string key) {
+    const DataChannelOptions& o = server_->options_;
+    PushHeader p;
+    if (!stream_->ReadFull(reinterpret_cast<char*>(&p), sizeof(p)).ok() || p.ndims > kMaxDims) {
+      return false;
+    }
+    std::vector<int64_t> dims(p.ndims);
+    if (!stream_->ReadFull(reinterpret_cast<char*>(dims.data()), dims.size() * 8).ok()) {
+      return false;
+    }
+    const DataType dtype = static_cast<DataType>(p.dtype);
+    absl::StatusOr<uint64_t> bytes = PayloadBytes(dtype, dims);
+    if (!bytes.ok() || *bytes != p.payload_bytes ||
+        p.payload_bytes > static_cast<uint64_t>(o.max_tensor_bytes)) {
+      return false;
+    }
+    auto t =
+        Tensor::Allocate(dtype, TensorShape(absl::Span<const int64_t>(dims)), "a pushed tensor: ");
+    if (!t.ok()) return Drain(stream_.get(), p.payload_bytes).ok();
+    if (!stream_->ReadFull(t->raw_data(), p.payload_bytes).ok()) return false;
+    server_->num_pushes_.fetch_add(1);
+    server_->worker_->PushTensorAsync(key, *t, [this](const absl::Status& s) {
+      if (!s.ok()) server_->num_pushes_refused_.fetch_add(1);
+    });
+    return true;
   }
 
   // TLS (when the server has credentials), then the token handshake; a

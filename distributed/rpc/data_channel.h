@@ -11,6 +11,9 @@
 // numbers reject anything else):
 //   request   RequestHeader, then key_bytes of rendezvous key
 //   cancel    RequestHeader with type kCancel, key_bytes = 0
+//   push      RequestHeader with type kPush and the key, then PushHeader,
+//             ndims int64 dims and the tensor's raw buffer: a tensor for
+//             the server's WorkerInterface::PushTensorAsync, unanswered
 //   response  ResponseHeader, ndims int64 dims, message_bytes of status
 //             message, then payload_bytes: the tensor's raw buffer (fixed-
 //             size types), a serialized TensorProto (kProtoPayload: strings,
@@ -50,6 +53,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -123,6 +127,9 @@ class DataChannelServer {
   void Stop();
   // RecvTensor requests received so far.
   int64_t num_requests() const { return num_requests_.load(); }
+  // Tensors pushed to the worker so far, and those it refused.
+  int64_t num_pushes() const { return num_pushes_.load(); }
+  int64_t num_pushes_refused() const { return num_pushes_refused_.load(); }
   // Connections dropped because the peer failed the TLS or token handshake.
   int64_t num_refused() const { return num_refused_.load(); }
   // Payloads served as same-host reads, and those a client still reads.
@@ -142,6 +149,8 @@ class DataChannelServer {
   int port_ = 0;
   std::thread accept_thread_;
   std::atomic<int64_t> num_requests_{0};
+  std::atomic<int64_t> num_pushes_{0};
+  std::atomic<int64_t> num_pushes_refused_{0};
   std::atomic<int64_t> num_refused_{0};
   std::atomic<int64_t> num_same_host_reads_{0};
   std::atomic<int64_t> num_held_{0};
@@ -170,6 +179,17 @@ class DataConnection {
   // its timeout (DeadlineExceeded).
   void RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
                        RecvTensorResult* result, StatusCallback done);
+  // Writes `tensor` (a fixed-size type) to the server's worker under
+  // `key` (WorkerInterface::PushTensorAsync), on this thread. One-way: OK
+  // once written. Unavailable naming the peer when the connection broke.
+  absl::Status PushTensor(const std::string& key, const Tensor& tensor);
+  // Calls `on_break` once when the connection breaks (at once if it is
+  // broken), with the Unavailable that fails its calls, unless `*cancelled`
+  // is true by then (such watches are dropped as new ones come). Runs on
+  // the reader thread. Cancelling never touches the connection, so it is
+  // safe from any thread, even after the connection is gone.
+  void WatchBreak(std::shared_ptr<const std::atomic<bool>> cancelled,
+                  std::function<void(const absl::Status&)> on_break);
   // True once the connection failed; every later call fails at once.
   bool broken() const { return broken_.load(); }
   // Whether the server's payloads are read from its memory (same host).
@@ -215,6 +235,12 @@ class DataConnection {
   uint64_t next_id_ = 1;
   std::map<uint64_t, Pending> pending_;
   bool any_deadline_ = false;
+  absl::Status broken_status_;  // FailAll's
+  struct BreakWatch {
+    std::shared_ptr<const std::atomic<bool>> cancelled;
+    std::function<void(const absl::Status&)> on_break;
+  };
+  std::vector<BreakWatch> break_watchers_;
 };
 
 }  // namespace distributed

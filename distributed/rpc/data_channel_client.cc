@@ -9,12 +9,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -158,6 +160,40 @@ absl::Status DataConnection::WriteRequest(uint32_t type, uint64_t id, int64_t st
   return stream_->WriteAllV(iov, key.empty() ? 1 : 2);
 }
 
+absl::Status DataConnection::PushTensor(const std::string& key, const Tensor& tensor) {
+  if (DataTypeSize(tensor.dtype()) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("PushTensor of '", key,
+                                                   "': ", DataTypeString(tensor.dtype()),
+                                                   " is not a fixed-size type"));
+  }
+  if (broken_) return absl::UnavailableError(absl::StrCat(who_, ": data channel is closed"));
+  RequestHeader h{kRequestMagic, kPush, 0, 0, key.size()};
+  std::string desc;
+  PushHeader p{static_cast<int32_t>(tensor.dtype()), static_cast<uint32_t>(tensor.dims()),
+               static_cast<uint64_t>(tensor.TotalBytes())};
+  desc.append(reinterpret_cast<const char*>(&p), sizeof(p));
+  for (int i = 0; i < tensor.dims(); ++i) {
+    const int64_t d = tensor.dim_size(i);
+    desc.append(reinterpret_cast<const char*>(&d), sizeof(d));
+  }
+  iovec iov[4];
+  iov[0] = {&h, sizeof(h)};
+  iov[1] = {const_cast<char*>(key.data()), key.size()};
+  iov[2] = {desc.data(), desc.size()};
+  iov[3] = {const_cast<char*>(tensor.raw_data()), p.payload_bytes};
+  absl::Status s;
+  {
+    std::lock_guard<std::mutex> l(write_mu_);
+    s = stream_->WriteAllV(iov, p.payload_bytes > 0 ? 4 : 3);
+  }
+  if (!s.ok()) {
+    shutdown(fd_, SHUT_RDWR);  // the reader fails every pending call
+    return AnnotatePeerStatus(absl::StatusCode::kUnavailable,
+                              absl::StrCat("pushing a tensor: ", s.message()), who_);
+  }
+  return absl::OkStatus();
+}
+
 void DataConnection::RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
                                      RecvTensorResult* result, StatusCallback done) {
   uint64_t id;
@@ -231,11 +267,35 @@ void DataConnection::Cancel(uint64_t id, absl::Status status) {
   p.done(status);
 }
 
+void DataConnection::WatchBreak(std::shared_ptr<const std::atomic<bool>> cancelled,
+                                std::function<void(const absl::Status&)> on_break) {
+  absl::Status broken;
+  std::vector<BreakWatch> dropped;  // destroyed outside mu_
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!broken_) {
+      auto keep = std::partition(break_watchers_.begin(), break_watchers_.end(),
+                                 [](const BreakWatch& w) { return !w.cancelled->load(); });
+      dropped.assign(std::make_move_iterator(keep), std::make_move_iterator(break_watchers_.end()));
+      break_watchers_.erase(keep, break_watchers_.end());
+      break_watchers_.push_back({std::move(cancelled), std::move(on_break)});
+      return;
+    }
+    broken = broken_status_.ok()
+                 ? absl::UnavailableError(absl::StrCat(who_, ": data channel is closed"))
+                 : broken_status_;
+  }
+  if (!cancelled->load()) on_break(broken);
+}
+
 void DataConnection::FailAll(const absl::Status& status) {
   std::vector<Pending> failed;
+  std::vector<BreakWatch> watchers;
   {
     std::lock_guard<std::mutex> l(mu_);
     broken_ = true;
+    if (broken_status_.ok()) broken_status_ = status;
+    watchers.swap(break_watchers_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (!it->second.armed) {
         if (it->second.early_status.ok()) it->second.early_status = status;
@@ -249,6 +309,9 @@ void DataConnection::FailAll(const absl::Status& status) {
   for (auto& p : failed) {
     if (p.opts != nullptr) p.opts->ClearCancelCallback();
     p.done(status);
+  }
+  for (auto& w : watchers) {
+    if (!w.cancelled->load()) w.on_break(status);
   }
 }
 

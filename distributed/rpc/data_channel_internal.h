@@ -26,6 +26,7 @@ constexpr uint32_t kCancel = 2;
 constexpr uint32_t kHello = 3;     // same-host reads: the server's pid and nonce, please
 constexpr uint32_t kSameHost = 4;  // the probe worked: answer with addresses
 constexpr uint32_t kRelease = 5;   // done reading the payload of response `id`
+constexpr uint32_t kPush = 6;      // a tensor for the server's worker: PushHeader follows the key
 constexpr uint32_t kDeadPayload = 1;
 constexpr uint32_t kProtoPayload = 2;
 constexpr uint32_t kRemotePayload = 4;  // payload = its 8-byte address in the server
@@ -53,6 +54,15 @@ struct ResponseHeader {
   uint64_t payload_bytes;
 };
 static_assert(sizeof(ResponseHeader) == 40, "packed response header");
+
+// After a kPush request's key: the tensor's dtype (fixed-size types only),
+// then ndims int64 dims and payload_bytes of raw buffer.
+struct PushHeader {
+  int32_t dtype;
+  uint32_t ndims;
+  uint64_t payload_bytes;
+};
+static_assert(sizeof(PushHeader) == 16, "packed push header");
 
 struct HelloPayload {
   int64_t pid;

@@ -16,8 +16,11 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "distributed/rpc/data_channel_testlib.h"
 #include "gmock/gmock.h"
@@ -269,6 +272,60 @@ TEST_P(DataChannelTest, OversizedTensorIsResourceExhaustedAndDrained) {
   EXPECT_EQ(r.tensor.TotalBytes(), 1024);
   EXPECT_EQ((*c)->num_same_host_reads(), 0);
   EXPECT_TRUE(AllReleased());  // refused unread, released all the same
+}
+
+// Pushes (WorkerInterface::PushTensorAsync over the channel): each reaches
+// the server's worker whole, one refused by the worker is counted and the
+// connection goes on; strings are refused by the sender.
+TEST_P(DataChannelTest, PushedTensorsReachTheWorkerBitExact) {
+  const Tensor f32 =
+      Tensor::FromVector<float>({1.5f, -2.0f, 3.25f, 0.f, 7.f, 8.f}, TensorShape({2, 3}));
+  const Tensor big = RandomBytes(int64_t{1} << 20, 3);
+  const Tensor empty(DT_INT32, TensorShape({0, 4}));
+  ASSERT_TRUE(conn_->PushTensor("p:f32", f32).ok());
+  ASSERT_TRUE(conn_->PushTensor("refuse:this", f32).ok());  // one-way: the sender never learns
+  ASSERT_TRUE(conn_->PushTensor("p:big", big).ok());
+  ASSERT_TRUE(conn_->PushTensor("p:empty", empty).ok());
+  for (const auto& [key, want] : std::vector<std::pair<std::string, Tensor>>{
+           {"p:f32", f32}, {"p:big", big}, {"p:empty", empty}}) {
+    std::optional<Tensor> got = worker_.Pushed(key);
+    ASSERT_TRUE(got.has_value()) << key;
+    EXPECT_TRUE(SameBytes(*got, want)) << key;
+    EXPECT_EQ(got->shape().DebugString(), want.shape().DebugString()) << key;
+    EXPECT_FALSE(got->SharesBufferWith(want)) << key;
+  }
+  EXPECT_EQ(server_->num_pushes(), 4);
+  EXPECT_EQ(server_->num_pushes_refused(), 1);
+  EXPECT_FALSE(worker_.Pushed("refuse:this", 0).has_value());
+  // The connection still serves.
+  RecvTensorResult r;
+  ASSERT_TRUE(Recv(*conn_, "t:small", &r).ok());
+  EXPECT_EQ(r.tensor.TotalBytes(), 1024);
+
+  Tensor strings(DT_STRING, TensorShape({1}));
+  absl::Status s = conn_->PushTensor("p:s", strings);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("p:s"));
+}
+
+// A push over the server's max_tensor_bytes breaks the protocol: the
+// server drops the connection, and the client's calls are Unavailable.
+TEST_P(DataChannelTest, OversizedPushDropsTheConnection) {
+  DataChannelOptions small = Options();
+  small.max_tensor_bytes = 4096;
+  auto server = DataChannelServer::Start(&worker_, "127.0.0.1", small);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto c = DataConnection::Connect("127.0.0.1", (*server)->port(), kWho, Options());
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->PushTensor("p:ok", RandomBytes(4096, 4)).ok());
+  ASSERT_TRUE(worker_.Pushed("p:ok").has_value());
+  (*c)->PushTensor("p:huge", RandomBytes(int64_t{1} << 20, 5)).IgnoreError();
+  RecvTensorResult r;
+  absl::Status s = Recv(**c, "t:small", &r);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(kWho));
+  EXPECT_FALSE(worker_.Pushed("p:huge", 0).has_value());
+  EXPECT_EQ((*server)->num_pushes(), 1);
 }
 
 TEST_P(DataChannelTest, ServerStopIsUnavailableNamingThePeer) {

@@ -4,14 +4,19 @@
 //   "dead"    a dead tensor
 //   "stale"   Aborted, as a restarted task answers a stale incarnation
 //   "hang"    waits until the call is cancelled (Cancelled)
-// Every other method is Unimplemented, except GetStatus (OK, no devices).
-// Thread-safe once the tensors are added.
+// PushTensor keeps what is pushed (Pushed(KEY)), except keys starting with
+// "refuse" (InvalidArgument). Every other method is Unimplemented, except
+// GetStatus (OK, no devices). Thread-safe once the tensors are added.
 #ifndef GRAPHRUN_DISTRIBUTED_RPC_DATA_CHANNEL_TESTLIB_H_
 #define GRAPHRUN_DISTRIBUTED_RPC_DATA_CHANNEL_TESTLIB_H_
 
 #include <atomic>
+#include <chrono>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "distributed/worker_interface.h"
@@ -26,6 +31,30 @@ class FakeRecvWorker : public WorkerInterface {
   // REQUIRES: no call in flight.
   void Add(const std::string& name, Tensor t) { tensors_[name] = std::move(t); }
   int num_cancelled() const { return cancelled_.load(); }
+  // What was pushed under `key`, waiting for it up to `timeout_ms`.
+  std::optional<Tensor> Pushed(const std::string& key, int timeout_ms = 5000) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (true) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        auto it = pushed_.find(key);
+        if (it != pushed_.end()) return it->second;
+      }
+      if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  void PushTensorAsync(const std::string& key, const Tensor& tensor, StatusCallback done) override {
+    if (key.rfind("refuse", 0) == 0) {
+      done(absl::InvalidArgumentError(absl::StrCat("refused '", key, "'")));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      pushed_[key] = tensor;
+    }
+    done(absl::OkStatus());
+  }
 
   void GetStatusAsync(const GetStatusRequest&, GetStatusResponse* response,
                       StatusCallback done) override {
@@ -89,6 +118,8 @@ class FakeRecvWorker : public WorkerInterface {
   const std::string task_;
   std::map<std::string, Tensor> tensors_;
   std::atomic<int> cancelled_{0};
+  std::mutex mu_;
+  std::map<std::string, Tensor> pushed_;
 };
 
 }  // namespace test

@@ -93,6 +93,11 @@ struct ServerOptions {
   // ms, a peer dead after this many unanswered in a row. 0: none.
   int64_t heartbeat_interval_ms = 1000;
   int heartbeat_misses = 3;
+  // Small all-reduces (recursive doubling) push their pieces to the peers
+  // instead of waiting for them to ask (distributed/collective_remote.h);
+  // only with heartbeats, which then see a dead peer. Every task of a
+  // group must say the same (else InvalidArgument at the first run).
+  bool collective_push = true;
   // Prometheus metrics (util/metrics.h) over HTTP at bind_host:metrics_port
   // /metrics; -1: none, 0: any free port (metrics_port() says which).
   int metrics_port = -1;

@@ -132,6 +132,19 @@ grpc::Status GrpcWorkerService::RunGraph(grpc::ServerContext* ctx, const RunGrap
   }));
 }
 
+grpc::Status GrpcWorkerService::PushTensor(grpc::ServerContext* ctx, const PushTensorRequest* req,
+                                           PushTensorResponse*) {
+  GR_CHECK_GATE();
+  absl::StatusOr<Tensor> t = Tensor::FromProto(req->tensor());
+  if (!t.ok()) {
+    return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+        "PushTensor of '", req->rendezvous_key().substr(0, 200), "': ", t.status().message())));
+  }
+  return ToGrpcStatus(Wait(ctx, nullptr, [&](StatusCallback done) {
+    worker_->PushTensorAsync(req->rendezvous_key(), *t, std::move(done));
+  }));
+}
+
 grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* ctx, const RecvTensorRequest* req,
                                            grpc::ServerWriter<RecvTensorChunk>* writer) {
   GR_CHECK_GATE();

@@ -80,6 +80,8 @@ class GrpcWorkerService final : public WorkerService::Service {
                           CleanupAllResponse* resp) override;
   grpc::Status RecvTensor(grpc::ServerContext* ctx, const RecvTensorRequest* req,
                           grpc::ServerWriter<RecvTensorChunk>* writer) override;
+  grpc::Status PushTensor(grpc::ServerContext* ctx, const PushTensorRequest* req,
+                          PushTensorResponse* resp) override;
 
  private:
   WorkerInterface* worker_;

@@ -326,6 +326,40 @@ void GrpcWorkerClient::RecvTensorAsync(CallOptions* opts, const RecvTensorReques
   reactor->Start(request);
 }
 
+void GrpcWorkerClient::PushTensorAsync(const std::string& key, const Tensor& tensor,
+                                       StatusCallback done) {
+  if (options_.data_channel != DataChannelMode::kOff) {
+    auto conn = DataConnectionForRecv();
+    if (conn.ok()) {
+      done((*conn)->PushTensor(key, tensor));
+      return;
+    }
+    if (options_.data_channel == DataChannelMode::kRequired) {
+      done(conn.status());
+      return;
+    }
+  }
+  auto req = std::make_shared<PushTensorRequest>();
+  auto resp = std::make_shared<PushTensorResponse>();
+  req->set_rendezvous_key(key);
+  tensor.AsProtoTensorContent(req->mutable_tensor());
+  Unary(GR_ASYNC(PushTensor), nullptr, control_timeout_ms_, *req, resp.get(),
+        [req, resp, done = std::move(done)](const absl::Status& s) { done(s); });
+}
+
+std::function<void()> GrpcWorkerClient::WatchLoss(
+    std::function<void(const absl::Status&)> on_lost) {
+  std::shared_ptr<DataConnection> conn;
+  {
+    std::lock_guard<std::mutex> l(data_mu_);
+    conn = data_;
+  }
+  if (conn == nullptr || conn->broken()) return [] {};
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  conn->WatchBreak(cancelled, std::move(on_lost));
+  return [cancelled] { cancelled->store(true); };
+}
+
 absl::StatusOr<std::shared_ptr<DataConnection>> GrpcWorkerClient::DataConnectionForRecv() {
   std::lock_guard<std::mutex> l(data_mu_);
   if (data_ != nullptr && !data_->broken()) return data_;

@@ -54,6 +54,11 @@ class GrpcWorkerClient : public WorkerInterface {
                        StatusCallback done) override;
   void RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request,
                        RecvTensorResult* response, StatusCallback done) override;
+  // Over the data channel when there is one (one-way: OK once written),
+  // else a gRPC call (OK once the peer has it).
+  void PushTensorAsync(const std::string& key, const Tensor& tensor, StatusCallback done) override;
+  // The data channel's connection, while there is one.
+  std::function<void()> WatchLoss(std::function<void(const absl::Status&)> on_lost) override;
 
   // Deadline of the control calls (all but RunGraph and RecvTensor, which
   // take theirs from CallOptions).

@@ -6,6 +6,7 @@
 // bandwidth (nccl-tests' busbw = bytes / time * 2 (p - 1) / p).
 //
 //   allreduce_bench --procs=2 --bytes=1048576 --iters=50
+//   allreduce_bench --procs=2 --bytes=1024 --iters=300 --pull  # doubling by request
 //   allreduce_bench --tcp --bytes=67108864 --iters=10   # raw single-stream TCP
 //
 // The second form measures plain loopback TCP at the same message size:
@@ -43,6 +44,7 @@ struct Flags {
   int procs = 2, rank = 0, iters = 20;
   int64_t bytes = 1 << 20;
   bool tcp = false;
+  bool pull = false;  // recursive doubling by request and answer, not push
   std::string hint = "auto";
 };
 
@@ -61,6 +63,7 @@ int RunTask(const Flags& f, int launcher_fd) {
   so.task = f.rank;
   so.intra_op_threads = 1;
   so.inter_op_threads = 1;
+  so.collective_push = !f.pull;
   std::unique_ptr<distributed::GrpcServer> server;
   std::vector<distributed::ChildProcess> children;
   if (f.rank == 0) {
@@ -72,12 +75,11 @@ int RunTask(const Flags& f, int launcher_fd) {
     for (int k = 1; k < f.procs; ++k) {
       distributed::ChildProcess c;
       c.task = distributed::TaskName("worker", k);
-      absl::Status st =
-          distributed::SpawnTask("/proc/self/exe",
-                                 {absl::StrCat("--procs=", f.procs), absl::StrCat("--rank=", k),
-                                  absl::StrCat("--bytes=", f.bytes),
-                                  absl::StrCat("--iters=", f.iters), "--hint=" + f.hint},
-                                 {}, c);
+      std::vector<std::string> args = {
+          absl::StrCat("--procs=", f.procs), absl::StrCat("--rank=", k),
+          absl::StrCat("--bytes=", f.bytes), absl::StrCat("--iters=", f.iters), "--hint=" + f.hint};
+      if (f.pull) args.push_back("--pull");
+      absl::Status st = distributed::SpawnTask("/proc/self/exe", args, {}, c);
       if (!st.ok()) return 1;
       children.push_back(c);
     }
@@ -210,6 +212,7 @@ int main(int argc, char** argv) {
     if (const char* v = value("bytes")) f.bytes = atoll(v);
     if (const char* v = value("hint")) f.hint = v;
     if (a == "--tcp") f.tcp = true;
+    if (a == "--pull") f.pull = true;
   }
   if (f.procs < 1 || f.iters < 1 || f.bytes < 4) {
     fprintf(stderr, "usage: allreduce_bench --procs=P --bytes=N --iters=R [--hint=H] | --tcp\n");

@@ -8,13 +8,19 @@ import os
 import struct
 
 REQ, RESP, HELLO = 0x51445247, 0x50445247, 0x41445247
-RECV, CANCEL, PROBE, SAME_HOST, RELEASE = 1, 2, 3, 4, 5
+RECV, CANCEL, PROBE, SAME_HOST, RELEASE, PUSH = 1, 2, 3, 4, 5, 6
 DEAD, PROTO, REMOTE, PROBE_REPLY = 1, 2, 4, 8
 
 
 def req(rid, key, kind=RECV, step=1):
     k = key.encode()
     return struct.pack("<IIQqQ", REQ, kind, rid, step, len(k)) + k
+
+
+def push(key, dtype=1, dims=(), payload=b"", claimed=None):
+    n = len(payload) if claimed is None else claimed
+    return (req(0, key, PUSH, 0) + struct.pack("<iIQ", dtype, len(dims), n)
+            + b"".join(struct.pack("<q", d) for d in dims) + payload)
 
 
 def hello(flags=0):
@@ -39,6 +45,12 @@ seeds = {
     "server_bad_magic.seed": b"\x00" + req(1, "t:f")[:4].replace(b"G", b"X") + req(1, "t:f")[4:],
     "server_huge_key.seed": b"\x00" + struct.pack("<IIQqQ", REQ, RECV, 1, 1, 1 << 40),
     "server_token.seed": b"\x01" + bytes(64) + req(1, "t:f"),
+    # Pushes: kept, refused by the worker, a size that lies, a string type,
+    # then a request on the same connection.
+    "server_pushes.seed": b"\x00" + push("p:a", dims=(2, 3), payload=bytes(24))
+    + push("refuse:b", dims=(1,), payload=bytes(4)) + push("p:e", dims=(0, 4))
+    + push("p:lie", dims=(1 << 40,), payload=bytes(8)) + push("p:s", dtype=7, dims=(1,))
+    + req(1, "t:f"),
     "server_same_host.seed": b"\x00" + req(0, "", PROBE) + req(0, "", SAME_HOST)
     + req(1, "t:f") + req(7, "", RELEASE) + req(1, "", RELEASE),
     "client_responses.seed": b"\x02" + hello() + PROBE_OFF
