@@ -9,7 +9,14 @@
 //  - the gradient of the copy's results, weighted by the gradients of the
 //    call's outputs, is the gradient of the call's inputs. Loops and
 //    conditionals in the body, and further call frames, are differentiated
-//    as anywhere else.
+//    as anywhere else, with the caller's registry and options.
+// A call inside a loop body is differentiated the same way while the
+// body's gradient is built (grad_while.h's CurrentTraversal): the copy's
+// nodes are part of that gradient, so they move into the backprop frame,
+// where they read the call's inputs popped from the forward loop's stacks,
+// and the copy is differentiated as body. A function with a loop of its
+// own, called in a loop body, is Unimplemented (its copy would be a loop
+// nested in the backprop loop that neither side builds).
 // The copy computes the forward values again (as tf.recompute_grad does),
 // so the function must have no side effects: a body, or a function it
 // calls, with a stateful op other than creating or reading a resource
@@ -21,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/graph_import.h"
 #include "client/train/grad_internal.h"
+#include "client/train/grad_while.h"
 #include "client/train/gradients.h"
 #include "graph/function_lowering.h"
 
@@ -144,7 +152,25 @@ Outs CallGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy
                      : Identity(s.NewSubScope(arg), x));
     input_map[arg] = xs.back();
   }
+  const int first = g->num_node_ids();
   GR_ASSIGN_OR_RETURN(ImportedGraph copy, ImportGraphDef(s, def, "recompute", input_map));
+  // In a loop body, the copy is part of the body's gradient: it runs in the
+  // backprop frame on the call's inputs (popped there like any forward
+  // value the gradient reads), and is differentiated as body.
+  const loop_grad::Traversal* t = loop_grad::CurrentTraversal();
+  const bool in_body = t != nullptr && t->body_frame != nullptr;
+  if (in_body) {
+    for (int id = first; id < g->num_node_ids(); ++id) {
+      const Node* n = g->FindNodeId(id);
+      if (n != nullptr && n->IsEnter()) {
+        return absl::UnimplementedError(
+            absl::StrCat("gradients: node '", call->name(), "' runs function '", fname,
+                         "' as a call frame inside the loop '", *t->body_frame,
+                         "', and the function has a loop of its own ('", n->name(),
+                         "'): inline the function to differentiate it"));
+      }
+    }
+  }
   size_t k = 0;
   for (int i = 0; i < n_out && i < static_cast<int>(dy.size()); ++i) {
     if (dy[i].node() == nullptr) continue;
@@ -152,8 +178,21 @@ Outs CallGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy
     ++k;
   }
   if (!s.ok()) return s.status();
-  GR_ASSIGN_OR_RETURN(std::vector<Output> grads, AddSymbolicGradients(s, ys, xs, grad_ys));
-  for (int i = 0; i < n_in; ++i) out[static_cast<size_t>(i)] = grads[static_cast<size_t>(i)];
+  // The caller's options (its registry), but null for unconnected inputs.
+  GradientOptions options = t != nullptr && t->options != nullptr ? *t->options : GradientOptions();
+  options.unconnected_zeros = false;
+  std::vector<Gradient> grads;
+  if (in_body) {
+    GR_ASSIGN_OR_RETURN(grads, loop_grad::ComputeBodyGradients(s, ys, xs, grad_ys, options,
+                                                               *t->nesting, *t->body_frame));
+  } else {
+    GR_ASSIGN_OR_RETURN(grads, ComputeGradients(s, ys, xs, grad_ys, options));
+  }
+  for (int i = 0; i < n_in; ++i) {
+    const Gradient& d = grads[static_cast<size_t>(i)];
+    if (!d.is_null()) out[static_cast<size_t>(i)] = ToDense(s, d);
+  }
+  if (!s.ok()) return s.status();
   return out;
 }
 

@@ -219,6 +219,376 @@ TEST(CallFrameGradientTest, SharedAndDependentInputsCountOnce) {
   EXPECT_EQ((*out)[1].scalar<float>(), 3 * 1.5f * 1.5f);
 }
 
+// A call frame inside a loop body: x_{j+1} = mul(x_j, w), three times, so
+// y = x0 w^3, dy/dx0 = w^3 and dy/dw = 3 x0 w^2. The call's inputs in each
+// iteration are pushed by the forward loop and popped by the backprop one,
+// as any forward value its gradient reads.
+TEST(CallFrameGradientTest, CallInsideALoopBody) {
+  tensorflow::GraphDef def;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        node {
+          name: "x0"
+          op: "Placeholder"
+          attr {
+            key: "dtype"
+            value { type: DT_FLOAT }
+          }
+        }
+        node {
+          name: "w"
+          op: "Placeholder"
+          attr {
+            key: "dtype"
+            value { type: DT_FLOAT }
+          }
+        }
+        node {
+          name: "i0"
+          op: "Const"
+          attr {
+            key: "dtype"
+            value { type: DT_INT32 }
+          }
+          attr {
+            key: "value"
+            value {
+              tensor {
+                dtype: DT_INT32
+                tensor_shape {}
+                int_val: 0
+              }
+            }
+          }
+        }
+        node {
+          name: "loop"
+          op: "StatelessWhile"
+          input: "i0"
+          input: "x0"
+          input: "w"
+          attr {
+            key: "T"
+            value { list { type: DT_INT32 type: DT_FLOAT type: DT_FLOAT } }
+          }
+          attr {
+            key: "cond"
+            value { func { name: "three" } }
+          }
+          attr {
+            key: "body"
+            value { func { name: "step" } }
+          }
+        }
+        node {
+          name: "y"
+          op: "Identity"
+          input: "loop:1"
+          attr {
+            key: "T"
+            value { type: DT_FLOAT }
+          }
+        }
+        library {
+          function {
+            signature {
+              name: "mul"
+              input_arg { name: "a" type: DT_FLOAT }
+              input_arg { name: "b" type: DT_FLOAT }
+              output_arg { name: "p" type: DT_FLOAT }
+            }
+            attr {
+              key: "_noinline"
+              value { b: true }
+            }
+            node_def {
+              name: "m"
+              op: "Mul"
+              input: "a"
+              input: "b"
+              attr {
+                key: "T"
+                value { type: DT_FLOAT }
+              }
+            }
+            ret { key: "p" value: "m:z:0" }
+          }
+          function {
+            signature {
+              name: "three"
+              input_arg { name: "i" type: DT_INT32 }
+              input_arg { name: "x" type: DT_FLOAT }
+              input_arg { name: "w" type: DT_FLOAT }
+              output_arg { name: "go" type: DT_BOOL }
+            }
+            node_def {
+              name: "n"
+              op: "Const"
+              attr {
+                key: "dtype"
+                value { type: DT_INT32 }
+              }
+              attr {
+                key: "value"
+                value {
+                  tensor {
+                    dtype: DT_INT32
+                    tensor_shape {}
+                    int_val: 3
+                  }
+                }
+              }
+            }
+            node_def {
+              name: "less"
+              op: "Less"
+              input: "i"
+              input: "n:output:0"
+              attr {
+                key: "T"
+                value { type: DT_INT32 }
+              }
+            }
+            ret { key: "go" value: "less:z:0" }
+          }
+          function {
+            signature {
+              name: "step"
+              input_arg { name: "i" type: DT_INT32 }
+              input_arg { name: "x" type: DT_FLOAT }
+              input_arg { name: "w" type: DT_FLOAT }
+              output_arg { name: "i2" type: DT_INT32 }
+              output_arg { name: "x2" type: DT_FLOAT }
+              output_arg { name: "w2" type: DT_FLOAT }
+            }
+            node_def {
+              name: "one"
+              op: "Const"
+              attr {
+                key: "dtype"
+                value { type: DT_INT32 }
+              }
+              attr {
+                key: "value"
+                value {
+                  tensor {
+                    dtype: DT_INT32
+                    tensor_shape {}
+                    int_val: 1
+                  }
+                }
+              }
+            }
+            node_def {
+              name: "inc"
+              op: "AddV2"
+              input: "i"
+              input: "one:output:0"
+              attr {
+                key: "T"
+                value { type: DT_INT32 }
+              }
+            }
+            node_def { name: "prod" op: "mul" input: "x" input: "w" }
+            ret { key: "i2" value: "inc:z:0" }
+            ret { key: "x2" value: "prod:p:0" }
+            ret { key: "w2" value: "w" }
+          }
+        }
+      )pb",
+      &def));
+  Scope s = Scope::NewRootScope();
+  auto g = ImportGraphDef(s, def);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Output x0 = *g->Tensor("x0"), w = *g->Tensor("w"), y = *g->Tensor("y");
+  int calls = 0;
+  for (Node* n : s.graph()->nodes()) {
+    calls += n->op() == "PartitionedCall" || n->op() == "StatefulPartitionedCall";
+  }
+  ASSERT_EQ(calls, 1) << "the call should stay a call frame in the loop body";
+  auto grads = AddSymbolicGradients(s, {y}, {x0, w}, {});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  // The caller's registry reaches the call's body: without Mul's gradient
+  // nothing flows back through the call (the loop's gradients are zeros).
+  GradientRegistry no_mul;
+  RegisterAllGradients(no_mul);
+  no_mul.AddNoGradient("Mul");
+  GradientOptions options;
+  options.registry = &no_mul;
+  auto none = ComputeGradients(s, {y}, {x0, w}, {}, options);
+  ASSERT_TRUE(none.ok()) << none.status();
+  ASSERT_FALSE((*none)[0].is_null());
+  ASSERT_FALSE((*none)[1].is_null());
+  Output none0 = ToDense(s, (*none)[0]), none1 = ToDense(s, (*none)[1]);
+  ClientSession session(s);
+  auto zeros = session.Run({{x0, Tensor::Scalar<float>(1.5f)}, {w, Tensor::Scalar<float>(2.0f)}},
+                           {none0, none1});
+  ASSERT_TRUE(zeros.ok()) << zeros.status();
+  EXPECT_EQ((*zeros)[0].scalar<float>(), 0.0f);
+  EXPECT_EQ((*zeros)[1].scalar<float>(), 0.0f);
+  for (float x : {1.5f, -0.25f}) {
+    auto out = session.Run({{x0, Tensor::Scalar<float>(x)}, {w, Tensor::Scalar<float>(2.0f)}},
+                           {y, (*grads)[0], (*grads)[1]});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].scalar<float>(), 8 * x);         // x0 w^3
+    EXPECT_EQ((*out)[1].scalar<float>(), 8.0f);          // w^3
+    EXPECT_EQ((*out)[2].scalar<float>(), 3 * x * 4.0f);  // 3 x0 w^2
+  }
+}
+
+// A call frame in a loop body whose function has a loop of its own:
+// Unimplemented naming the call, the function and the loop (the recomputed
+// copy would be a loop nested in the backprop loop, built on neither side).
+TEST(CallFrameGradientTest, LoopInACallInALoopIsUnimplemented) {
+  auto def = ReadGraphDefFile(std::string(std::getenv("TEST_SRCDIR")) +
+                              "/graphrun/tools/testdata/noinline_call.pbtxt");
+  ASSERT_TRUE(def.ok()) << def.status();
+  def->clear_node();
+  ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString(
+      R"pb(
+        node {
+          name: "x0"
+          op: "Placeholder"
+          attr {
+            key: "dtype"
+            value { type: DT_FLOAT }
+          }
+        }
+        node {
+          name: "i0"
+          op: "Const"
+          attr {
+            key: "dtype"
+            value { type: DT_INT32 }
+          }
+          attr {
+            key: "value"
+            value {
+              tensor {
+                dtype: DT_INT32
+                tensor_shape {}
+                int_val: 0
+              }
+            }
+          }
+        }
+        node {
+          name: "outer"
+          op: "StatelessWhile"
+          input: "i0"
+          input: "x0"
+          attr {
+            key: "T"
+            value { list { type: DT_INT32 type: DT_FLOAT } }
+          }
+          attr {
+            key: "cond"
+            value { func { name: "below3" } }
+          }
+          attr {
+            key: "body"
+            value { func { name: "twice_each" } }
+          }
+        }
+        library {
+          function {
+            signature {
+              name: "below3"
+              input_arg { name: "i" type: DT_INT32 }
+              input_arg { name: "x" type: DT_FLOAT }
+              output_arg { name: "go" type: DT_BOOL }
+            }
+            node_def {
+              name: "n"
+              op: "Const"
+              attr {
+                key: "dtype"
+                value { type: DT_INT32 }
+              }
+              attr {
+                key: "value"
+                value {
+                  tensor {
+                    dtype: DT_INT32
+                    tensor_shape {}
+                    int_val: 3
+                  }
+                }
+              }
+            }
+            node_def {
+              name: "less"
+              op: "Less"
+              input: "i"
+              input: "n:output:0"
+              attr {
+                key: "T"
+                value { type: DT_INT32 }
+              }
+            }
+            ret { key: "go" value: "less:z:0" }
+          }
+          function {
+            signature {
+              name: "twice_each"
+              input_arg { name: "i" type: DT_INT32 }
+              input_arg { name: "x" type: DT_FLOAT }
+              output_arg { name: "i2" type: DT_INT32 }
+              output_arg { name: "x2" type: DT_FLOAT }
+            }
+            node_def {
+              name: "one"
+              op: "Const"
+              attr {
+                key: "dtype"
+                value { type: DT_INT32 }
+              }
+              attr {
+                key: "value"
+                value {
+                  tensor {
+                    dtype: DT_INT32
+                    tensor_shape {}
+                    int_val: 1
+                  }
+                }
+              }
+            }
+            node_def {
+              name: "inc"
+              op: "AddV2"
+              input: "i"
+              input: "one:output:0"
+              attr {
+                key: "T"
+                value { type: DT_INT32 }
+              }
+            }
+            node_def { name: "dbl" op: "doubling" input: "x" input: "one:output:0" }
+            ret { key: "i2" value: "inc:z:0" }
+            ret { key: "x2" value: "dbl:out:0" }
+          }
+        }
+      )pb",
+      &*def));
+  Scope s = Scope::NewRootScope();
+  auto g = ImportGraphDef(s, *def);
+  ASSERT_TRUE(g.ok()) << g.status();
+  Output x0 = *g->Tensor("x0"), y = *g->Tensor("outer:1");
+  {
+    ClientSession session(s);
+    auto out = session.Run({{x0, Tensor::Scalar<float>(1.5f)}}, {y});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].scalar<float>(), 12.0f);  // three doublings
+  }
+  auto grads = AddSymbolicGradients(s, {y}, {x0}, {});
+  ASSERT_FALSE(grads.ok());
+  EXPECT_EQ(grads.status().code(), absl::StatusCode::kUnimplemented) << grads.status();
+  EXPECT_THAT(grads.status().message(), HasSubstr("runs function 'doubling' as a call frame"));
+  EXPECT_THAT(grads.status().message(), HasSubstr("inside the loop 'import/outer'"));
+  EXPECT_THAT(grads.status().message(), HasSubstr("has a loop of its own"));
+}
+
 // input_map: consumers of a mapped tensor read the scope's tensor instead;
 // a key naming nothing, or a tensor of another dtype, is InvalidArgument.
 TEST(ImportInputMapTest, MapsAndRejects) {

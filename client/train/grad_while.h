@@ -116,6 +116,28 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
     const absl::flat_hash_map<int, Gradient>& exit_grads, const GradientOptions& options,
     const Nesting* nesting);
 
+// What the gradient traversal running on this thread differentiates (null
+// outside one): its options and, in a loop body, the body's frame and
+// Nesting. A gradient function that differentiates a subgraph of its own
+// (a call frame's recomputed body, grad_call.cc) goes on in the same mode.
+struct Traversal {
+  const GradientOptions* options = nullptr;
+  const std::string* body_frame = nullptr;  // null: a whole graph
+  const Nesting* nesting = nullptr;
+};
+const Traversal* CurrentTraversal();
+// Makes `t` the current traversal of this thread while it lives.
+class ActiveTraversal {
+ public:
+  explicit ActiveTraversal(const Traversal* t);
+  ~ActiveTraversal();
+  ActiveTraversal(const ActiveTraversal&) = delete;
+  ActiveTraversal& operator=(const ActiveTraversal&) = delete;
+
+ private:
+  const Traversal* previous_;
+};
+
 // ComputeGradients for the body of the loop of frame `frame` (gradients.cc):
 // the reverse traversal stops at the xs; loops nested in the body are
 // single nodes there too, their gradients built with `nesting`.

@@ -104,6 +104,8 @@ Gradient SumGradients(const Scope& s, const std::vector<Gradient>& gs) {
   return internal::AddN(s, dense);
 }
 
+thread_local const loop_grad::Traversal* current_traversal = nullptr;
+
 absl::Status NullInput(const char* what, size_t i) {
   return absl::InvalidArgumentError(
       absl::StrCat("gradients: ", what, "[", i, "] is a null Output (built in a failed scope?)"));
@@ -132,6 +134,8 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(
   }
   const GradientRegistry& registry =
       options.registry != nullptr ? *options.registry : DefaultGradientRegistry();
+  const loop_grad::Traversal traversal{&options, body_frame, nesting};
+  const loop_grad::ActiveTraversal active(&traversal);
   Graph* graph = scope.graph();
   const int n_ids = graph->num_node_ids();
   const bool in_body = body_frame != nullptr;
@@ -354,6 +358,12 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(
 }
 
 }  // namespace
+
+const loop_grad::Traversal* loop_grad::CurrentTraversal() { return current_traversal; }
+loop_grad::ActiveTraversal::ActiveTraversal(const Traversal* t) : previous_(current_traversal) {
+  current_traversal = t;
+}
+loop_grad::ActiveTraversal::~ActiveTraversal() { current_traversal = previous_; }
 
 absl::StatusOr<std::vector<Gradient>> ComputeGradients(const Scope& scope,
                                                        const std::vector<Output>& ys,
