@@ -257,6 +257,7 @@ class ExecutorState {
     params->runner = args_.runner;
     params->collective_executor = args_.collective_executor;
     params->step_resources = &step_resources_;
+    params->stats_collector = args_.stats_collector;
     if (item.is_async) {
       struct AsyncState {
         std::unique_ptr<OpKernelContext::Params> params;

@@ -24,22 +24,9 @@
 #include "graph/proto/step_stats.pb.h"
 #include "kernels/framework/kernel_registry.h"
 #include "kernels/framework/op_kernel.h"
+#include "kernels/framework/step_stats.h"
 
 namespace graphrun {
-
-// Collects NodeExecStats of one device for one step. Thread-safe.
-class StepStatsCollector {
- public:
-  explicit StepStatsCollector(tensorflow::DeviceStepStats* out) : out_(out) {}
-  void Save(tensorflow::NodeExecStats stats) {
-    std::lock_guard<std::mutex> l(mu_);
-    *out_->add_node_stats() = std::move(stats);
-  }
-
- private:
-  std::mutex mu_;
-  tensorflow::DeviceStepStats* out_;
-};
 
 struct ExecutorParams {
   DeviceBase* device = nullptr;                     // not owned

@@ -74,6 +74,7 @@ class CallBody : public FunctionLibraryRuntime::Body {
       CancellationManager cancellation;
       CancellationManager* parent = nullptr;
       CancellationToken token = 0;
+      std::unique_ptr<StepStatsCollector> stats;  // the body's nodes, under the call
     };
     auto state = std::make_shared<State>(std::move(args), num_rets_);
     state->parent = ctx->cancellation_manager();
@@ -93,6 +94,11 @@ class CallBody : public FunctionLibraryRuntime::Body {
     a.cancellation_manager = &state->cancellation;
     a.runner = ctx->runner();
     a.collective_executor = ctx->collective_executor();
+    if (ctx->stats_collector() != nullptr) {
+      state->stats =
+          std::make_unique<StepStatsCollector>(ctx->stats_collector(), ctx->op_kernel()->name());
+      a.stats_collector = state->stats.get();
+    }
     executor_->RunAsync(a, [this, state, done = std::move(done)](const absl::Status& s) {
       if (state->parent != nullptr) state->parent->DeregisterCallback(state->token);
       if (!s.ok()) {

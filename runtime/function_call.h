@@ -8,7 +8,9 @@
 // functional control flow lowered; a nested `_noinline` call stays a call
 // frame of its own), and one Executor over it on the calling kernel's
 // device. Each Run executes that executor with a call frame of the call's
-// inputs, in the caller's step.
+// inputs, in the caller's step. When the step is traced, the body's node
+// stats go with the caller's device's, named under the call
+// ("CALL/FUNCTION/NODE", step_stats.h).
 #ifndef GRAPHRUN_RUNTIME_FUNCTION_CALL_H_
 #define GRAPHRUN_RUNTIME_FUNCTION_CALL_H_
 

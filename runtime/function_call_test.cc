@@ -3,6 +3,9 @@
 // kernels/core/function_call_kernels.cc).
 #include "runtime/function_call.h"
 
+#include <map>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/function_lowering.h"
@@ -93,6 +96,40 @@ TEST(CallFrameTest, RunsBodiesInTheirOwnExecutors) {
     EXPECT_EQ((*r)[2].scalar<float>(), c2);
     EXPECT_EQ((*r)[3].scalar<float>(), c2 * c2 + 1);
   }
+}
+
+// A traced step's stats hold the bodies' nodes under their calls, nested
+// calls under both, on the caller's device.
+TEST(CallFrameTest, TracedStepsNameBodyNodesUnderTheirCalls) {
+  SessionOptions opts;
+  auto s = NewSession(opts);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::Status created = (*s)->Create(ParseGraph(kGraph));
+  ASSERT_TRUE(created.ok()) << created;
+  tensorflow::RunOptions ro;
+  ro.set_trace_level(tensorflow::RunOptions::FULL_TRACE);
+  tensorflow::RunMetadata md;
+  auto r = (*s)->Run(ro, {{"x", Tensor::Scalar<float>(2.0f)}}, {"c3"}, {}, &md);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].scalar<float>(), (16.0f + 1.5f) * (16.0f + 1.5f) + 1);
+  std::map<std::string, int> seen;
+  for (const auto& ds : md.step_stats().dev_stats()) {
+    for (const auto& ns : ds.node_stats()) ++seen[ns.node_name()];
+  }
+  // c1 and c2 run poly; c3 runs outer, whose "call" runs poly again. A
+  // body names its nodes FUNCTION/NODE.
+  std::string all;
+  for (const auto& [name, count] : seen) all += name + " ";
+  for (const char* name :
+       {"c1", "c1/poly/m", "c1/poly/p", "c2/poly/m", "c2/poly/k", "c3", "c3/outer/s",
+        "c3/outer/call", "c3/outer/call/poly/m", "c3/outer/call/poly/p"}) {
+    auto it = seen.find(name);
+    EXPECT_TRUE(it != seen.end() && it->second == 1) << name << " in: " << all;
+  }
+  // Without tracing, nothing is collected.
+  tensorflow::RunMetadata none;
+  ASSERT_TRUE((*s)->Run({}, {{"x", Tensor::Scalar<float>(2.0f)}}, {"c3"}, {}, &none).ok());
+  EXPECT_EQ(none.step_stats().dev_stats_size(), 0);
 }
 
 TEST(CallFrameTest, ErrorsNameTheCallAndTheFunction) {

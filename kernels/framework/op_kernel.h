@@ -27,6 +27,7 @@
 #include "kernels/framework/device_base.h"
 #include "kernels/framework/rendezvous.h"
 #include "kernels/framework/resource_mgr.h"
+#include "kernels/framework/step_stats.h"
 #include "kernels/framework/variable.h"
 
 namespace graphrun {
@@ -225,6 +226,8 @@ class OpKernelContext {
     CollectiveExecutor* collective_executor = nullptr;
     // This executor run's resources (null outside an executor run).
     StepResources* step_resources = nullptr;
+    // Where the run saves node stats (null: the step is not traced).
+    StepStatsCollector* stats_collector = nullptr;
   };
 
   explicit OpKernelContext(Params* params);
@@ -266,6 +269,7 @@ class OpKernelContext {
   CancellationManager* cancellation_manager() const { return params_->cancellation_manager; }
   CollectiveExecutor* collective_executor() const { return params_->collective_executor; }
   StepResources* step_resources() const { return params_->step_resources; }
+  StepStatsCollector* stats_collector() const { return params_->stats_collector; }
   CallFrameInterface* call_frame() const { return params_->call_frame; }
   const FrameAndIter& frame_iter() const { return params_->frame_iter; }
   bool is_input_dead() const { return params_->is_input_dead; }
