@@ -40,6 +40,7 @@ std::string Describe(const CollectiveArgs& a) {
 }  // namespace collective_internal
 
 using collective_internal::Describe;
+using collective_internal::kAbort;
 using collective_internal::kBuf;
 using collective_internal::kInst;
 using collective_internal::kJoin;
@@ -219,8 +220,12 @@ void RemoteCollectives::Receive(std::shared_ptr<RunState> st, int rank, const st
   const std::string task = TaskOfDevice(st->group->devices[rank]);
   auto worker = workers_->GetWorker(task);
   if (!worker.ok()) return;
-  std::function<void()> unwatch =
-      (*worker)->WatchLoss([this, st, key, task](const absl::Status& why) {
+  // Weak: a cancelled watch stays with the connection until its next
+  // watch, and must not keep the run's tensors alive.
+  std::function<void()> unwatch = (*worker)->WatchLoss(
+      [this, weak = std::weak_ptr<RunState>(st), key, task](const absl::Status& why) {
+        std::shared_ptr<RunState> st = weak.lock();
+        if (st == nullptr) return;
         bool waiting;
         {
           std::lock_guard<std::mutex> l(mu_);
@@ -243,23 +248,42 @@ void RemoteCollectives::Receive(std::shared_ptr<RunState> st, int rank, const st
 }
 
 absl::Status RemoteCollectives::Deliver(const std::string& key, const Tensor& value) {
+  if (key.rfind(kAbort, 0) == 0) {
+    // A peer's collectives stopped: so do this task's (its runs would wait
+    // for pieces that never come). The notice: int32 code, then message.
+    if (value.dtype() != DT_UINT8 || value.TotalBytes() < 4) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task ", task_, ": a malformed abort notice '", key.substr(0, 200), "'"));
+    }
+    int32_t code;
+    std::memcpy(&code, value.raw_data(), 4);
+    std::string message(value.raw_data() + 4, static_cast<size_t>(value.TotalBytes() - 4));
+    if (code <= 0 || code > static_cast<int32_t>(absl::StatusCode::kUnauthenticated)) {
+      code = static_cast<int32_t>(absl::StatusCode::kUnknown);
+    }
+    Abort(absl::Status(static_cast<absl::StatusCode>(code), message), /*tell_peers=*/false);
+    return absl::OkStatus();
+  }
   std::function<void(absl::StatusOr<Tensor>)> waiter;
+  absl::Status refused;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!aborted_.ok()) return aborted_;
-    if (key.rfind(kBuf, 0) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "task ", task_, ": pushed '", key.substr(0, 200), "' is no collective piece"));
-    }
     auto it = inbox_waiters_.find(key);
-    if (it != inbox_waiters_.end()) {
+    if (key.rfind(kBuf, 0) != 0) {
+      refused = absl::InvalidArgumentError(absl::StrCat(
+          "task ", task_, ": pushed '", key.substr(0, 200), "' is no collective piece"));
+    } else if (!value.IsInitialized()) {
+      refused = absl::ResourceExhaustedError(absl::StrCat(
+          "task ", task_, ": collective piece '", key, "' arrived but could not be allocated"));
+    } else if (it != inbox_waiters_.end()) {
       waiter = std::move(it->second);
       inbox_waiters_.erase(it);
     } else if (inbox_.count(key) > 0) {
-      return absl::AlreadyExistsError(
+      refused = absl::AlreadyExistsError(
           absl::StrCat("task ", task_, ": collective piece '", key, "' was pushed twice"));
     } else if (inbox_bytes_ + value.TotalBytes() > kMaxInboxBytes) {
-      return absl::ResourceExhaustedError(
+      refused = absl::ResourceExhaustedError(
           absl::StrCat("task ", task_, ": collective pieces pushed ahead of their runs exceed ",
                        kMaxInboxBytes, " bytes"));
     } else {
@@ -267,6 +291,12 @@ absl::Status RemoteCollectives::Deliver(const std::string& key, const Tensor& va
       inbox_.emplace(key, value);
       return absl::OkStatus();
     }
+  }
+  if (!refused.ok()) {
+    // The pusher was told OK (pushes are one-way): a refused piece stops
+    // this task's collectives and tells every peer, so nobody waits on it.
+    Abort(refused, /*tell_peers=*/true);
+    return refused;
   }
   waiter(value);
   return absl::OkStatus();
@@ -465,10 +495,20 @@ void RemoteCollectives::Push(std::shared_ptr<RunState> st, int rank, const std::
   w->PushTensorAsync(key, value, [this, st, w, task](const absl::Status& s) {
     if (s.ok()) return;
     std::string msg(s.message());
-    Finish(st, absl::Status(s.code(), absl::StrCat(Describe(st->args), ": peer ", task,
-                                                   msg.find(task) == std::string::npos
-                                                       ? absl::StrCat(" (", msg, ")")
-                                                       : absl::StrCat(": ", msg))));
+    absl::Status failed(
+        s.code(), absl::StrCat(Describe(st->args), ": peer ", task,
+                               msg.find(task) == std::string::npos ? absl::StrCat(" (", msg, ")")
+                                                                   : absl::StrCat(": ", msg)));
+    // A push that fails after this member's run ended (an RPC's late
+    // answer) still leaves the partner without its piece: abort, and tell.
+    if (Finished(st)) {
+      Abort(absl::Status(failed.code(),
+                         absl::StrCat("task ", task_,
+                                      ": collectives stopped after a failure: ", failed.message())),
+            /*tell_peers=*/true);
+      return;
+    }
+    Finish(st, failed);
   });
 }
 
@@ -531,9 +571,10 @@ void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status
       first = aborted_.ok();
     }
     if (first) {
-      AbortAll(absl::Status(status.code(),
-                            absl::StrCat("task ", task_, ": collectives stopped after a failure: ",
-                                         status.message())));
+      Abort(absl::Status(status.code(),
+                         absl::StrCat("task ", task_,
+                                      ": collectives stopped after a failure: ", status.message())),
+            /*tell_peers=*/true);
     }
     st->done(status);
     return;

@@ -18,10 +18,12 @@
 // its answer) and waits in the partner's inbox until its run takes it. A
 // partner that dies shows as the connection to it closing (the one this
 // member pushed on), as a push that fails, or else as the heartbeats'
-// Unavailable naming it (within interval x misses). Members agree on the
-// transport with the rest of an instance's signature, so a member that
-// pulls while another pushes is an InvalidArgument naming it, never a
-// hang. Algorithms:
+// Unavailable naming it (within interval x misses). A member whose
+// collectives stop after a failure while it lives pushes an abort notice
+// to its peers, which then fail with its status instead of waiting for
+// pieces that never come. Members agree on the transport with the rest of
+// an instance's signature, so a member that pulls while another pushes is
+// an InvalidArgument naming it, never a hang. Algorithms:
 //   * ring (reduce-scatter then all-gather, the tensor split into
 //     segments that run as independent rings, so transfers and merges of
 //     different segments overlap);
@@ -93,10 +95,14 @@ class RemoteCollectives final : public CollectiveExecutor {
   void Serve(const std::string& key, CallOptions* opts, RecvTensorResult* out, StatusCallback done);
 
   // A piece a peer pushed (WorkerInterface::PushTensorAsync): handed to
-  // the run waiting for it, or kept until that run starts. Errors: a key
-  // that is no piece (InvalidArgument), a piece pushed twice
-  // (AlreadyExists), pieces held ahead of their runs over kMaxInboxBytes
-  // (ResourceExhausted), or the abort status after AbortAll.
+  // the run waiting for it, or kept until that run starts. Refused (and
+  // this task's collectives aborted, its peers told, as the pusher was
+  // told OK): a key that is no piece (InvalidArgument), a piece that could
+  // not be allocated (an uninitialized `value`) or held ahead of its run
+  // over kMaxInboxBytes (ResourceExhausted), a piece pushed twice
+  // (AlreadyExists). After an abort: the abort status. A peer's abort
+  // notice (a key under "collective;abort;") aborts this task with the
+  // peer's status.
   absl::Status Deliver(const std::string& key, const Tensor& value);
   static constexpr int64_t kMaxInboxBytes = int64_t{1} << 30;
   // Recursive doubling pushes its pieces (above). Set before the first
@@ -155,6 +161,10 @@ class RemoteCollectives final : public CollectiveExecutor {
   // Heartbeats to every other task while runs are in flight (from the
   // run that made this generation busy).
   void WatchPeers(int64_t generation);
+  // AbortAll; with `tell_peers` (a failure here, in push mode) the first
+  // abort also pushes a notice to every other task of this task's groups,
+  // whose Deliver aborts them with the same status.
+  void Abort(const absl::Status& why, bool tell_peers);
   // Publishes `value` under `key` in this task's table.
   void Put(const std::string& key, Tensor value);
   // Pushes `value` to the task of `rank`'s device under `key`; a failed

@@ -21,6 +21,10 @@ inline constexpr char kPrefix[] = "collective;";
 inline constexpr char kJoin[] = "collective;join;";
 inline constexpr char kBuf[] = "collective;buf;";
 inline constexpr char kInst[] = "collective;inst;";
+// Pushed to every peer when a task's collectives stop after a failure
+// (push mode): "collective;abort;TASK", a uint8 tensor of the int32
+// status code and the message.
+inline constexpr char kAbort[] = "collective;abort;";
 
 // What the members of an instance must agree on (dtype and shape; for an
 // all-reduce also the ops, hint and transport, which pick the algorithm).

@@ -17,6 +17,7 @@
 namespace graphrun {
 namespace distributed {
 using collective_internal::Describe;
+using collective_internal::kAbort;
 using collective_internal::kBuf;
 using collective_internal::kInst;
 using collective_internal::kJoin;
@@ -270,14 +271,27 @@ void RemoteCollectives::Drain(int timeout_ms) {
                        [this] { return buffers_.empty(); });
 }
 
-void RemoteCollectives::AbortAll(const absl::Status& why) {
+void RemoteCollectives::AbortAll(const absl::Status& why) { Abort(why, /*tell_peers=*/false); }
+
+void RemoteCollectives::Abort(const absl::Status& why, bool tell_peers) {
+  bool first;
+  std::set<std::string> peers;  // every other task of the groups this task is in
   std::vector<Waiter> failed;
   std::vector<std::shared_ptr<RunState>> runs;
   std::map<std::string, std::function<void(absl::StatusOr<Tensor>)>> receivers;
   std::map<std::string, Tensor> inbox;  // freed outside mu_
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (aborted_.ok()) aborted_ = why;
+    first = aborted_.ok();
+    if (first) aborted_ = why;
+    if (first && tell_peers && push_) {
+      for (const auto& [key, g] : groups_) {
+        for (const std::string& d : g->devices) {
+          const std::string t = TaskOfDevice(d);
+          if (t != task_) peers.insert(t);
+        }
+      }
+    }
     for (auto& [key, w] : waiters_) failed.push_back(std::move(w));
     waiters_.clear();
     buffers_.clear();
@@ -294,6 +308,24 @@ void RemoteCollectives::AbortAll(const absl::Status& why) {
     }
     leader_instances_.clear();
     runs.assign(running_.begin(), running_.end());
+  }
+  // Push mode: peers wait for pieces instead of asking for them, so they
+  // would never hear of this; tell them (best effort: a peer that cannot
+  // be reached is failing anyway). Told first, so they learn it before
+  // this task's own runs return.
+  if (!peers.empty()) {
+    const std::string message(why.message());
+    Tensor notice(DT_UINT8, TensorShape({static_cast<int64_t>(4 + message.size())}));
+    const int32_t code = static_cast<int32_t>(why.code());
+    std::memcpy(notice.raw_data(), &code, 4);
+    std::memcpy(notice.raw_data() + 4, message.data(), message.size());
+    for (const std::string& t : peers) {
+      auto w = workers_->GetWorker(t);
+      if (!w.ok()) continue;
+      std::shared_ptr<WorkerInterface> worker = *w;
+      worker->PushTensorAsync(absl::StrCat(kAbort, task_), notice,
+                              [worker](const absl::Status&) {});
+    }
   }
   for (Waiter& w : failed) {
     if (w.opts != nullptr) w.opts->ClearCancelCallback();

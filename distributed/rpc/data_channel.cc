@@ -265,7 +265,13 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
     }
     auto t =
         Tensor::Allocate(dtype, TensorShape(absl::Span<const int64_t>(dims)), "a pushed tensor: ");
-    if (!t.ok()) return Drain(stream_.get(), p.payload_bytes).ok();
+    if (!t.ok()) {
+      // Told so (an uninitialized tensor): the worker must not wait for it.
+      if (!Drain(stream_.get(), p.payload_bytes).ok()) return false;
+      server_->num_pushes_refused_.fetch_add(1);
+      server_->worker_->PushTensorAsync(key, Tensor(), [](const absl::Status&) {});
+      return true;
+    }
     if (!stream_->ReadFull(t->raw_data(), p.payload_bytes).ok()) return false;
     server_->num_pushes_.fetch_add(1);
     server_->worker_->PushTensorAsync(key, *t, [this](const absl::Status& s) {

@@ -354,7 +354,7 @@ std::function<void()> GrpcWorkerClient::WatchLoss(
     std::lock_guard<std::mutex> l(data_mu_);
     conn = data_;
   }
-  if (conn == nullptr || conn->broken()) return [] {};
+  if (conn == nullptr) return [] {};  // (a broken one calls on_lost at once)
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   conn->WatchBreak(cancelled, std::move(on_lost));
   return [cancelled] { cancelled->store(true); };

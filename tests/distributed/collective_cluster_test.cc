@@ -34,7 +34,7 @@ std::string IntConst(const std::string& dev, const std::string& name, int v) {
 
 // Worker `k`'s graph: x (fed) -> CollectiveReduceV2 on its device.
 std::string Graph(int k, int group_size, const std::string& hint, int instance = 1,
-                  const std::string& dtype = "DT_FLOAT") {
+                  const std::string& dtype = "DT_FLOAT", double timeout_seconds = 60) {
   const std::string dev = absl::StrCat("/job:worker/replica:0/task:", k, "/device:CPU:0");
   return absl::StrCat(R"(node { name: "x" op: "Placeholder" device: ")", dev,
                       R"(" attr { key: "dtype" value { type: )", dtype, " } } }\n",
@@ -47,7 +47,8 @@ std::string Graph(int k, int group_size, const std::string& hint, int instance =
          attr { key: "merge_op" value { s: "Add" } } attr { key: "final_op" value { s: "Div" } }
          attr { key: "communication_hint" value { s: ")",
                       hint, R"(" } }
-         attr { key: "timeout_seconds" value { f: 60 } } })");
+         attr { key: "timeout_seconds" value { f: )",
+                      timeout_seconds, " } } }");
 }
 
 class CollectiveClusterTest : public ::testing::Test {
@@ -200,6 +201,59 @@ TEST_F(CollectiveClusterTest, APullingMemberAmongPushersIsInvalidArgument) {
     EXPECT_THAT(std::string(out[k].status().message()), HasSubstr(" pull"));
   }
   sessions.clear();
+  cluster_->StopAll();
+}
+
+// A member whose collectives stop while it lives (its run timed out)
+// tells its peers: worker 0, waiting on another instance with a minute to
+// go, fails within seconds with worker 1's status, naming worker 1.
+TEST_F(CollectiveClusterTest, AFailedMemberTellsItsWaitingPeers) {
+  StartCluster(2);
+  auto s0 = Connect(0, Graph(0, 2, "auto", /*instance=*/2));
+  auto s1 = Connect(1, Graph(1, 2, "auto", /*instance=*/1, "DT_FLOAT", /*timeout_seconds=*/0.5));
+  absl::StatusOr<std::vector<Tensor>> r0 = absl::UnknownError("not run");
+  std::thread t0([&] { r0 = s0->Run({{"x", Random(8, 1)}}, {"r"}, {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = std::chrono::steady_clock::now();
+  auto r1 = s1->Run({{"x", Random(8, 2)}}, {"r"}, {});
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(r1.status().code(), absl::StatusCode::kDeadlineExceeded) << r1.status();
+  t0.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_FALSE(r0.ok());
+  EXPECT_EQ(r0.status().code(), absl::StatusCode::kDeadlineExceeded) << r0.status();
+  EXPECT_THAT(std::string(r0.status().message()),
+              HasSubstr("task /job:worker/replica:0/task:1: collectives stopped after a failure"));
+  cluster_->StopAll();
+}
+
+// A pushed piece the receiver cannot keep (here: one that could not be
+// allocated) was written as OK for its sender: the receiver aborts, fails
+// its waiting run, and tells the sender, whose next run fails at once.
+TEST_F(CollectiveClusterTest, ARefusedPieceAbortsTheReceiverAndTellsItsPeers) {
+  StartCluster(2);
+  std::vector<std::unique_ptr<Session>> both;
+  both.push_back(Connect(0, Graph(0, 2, "auto")));
+  both.push_back(Connect(1, Graph(1, 2, "auto")));
+  auto first = RunAll(both, {Random(8, 1), Random(8, 2)});
+  ASSERT_TRUE(first[0].ok() && first[1].ok()) << first[0].status() << " " << first[1].status();
+  absl::StatusOr<std::vector<Tensor>> r0 = absl::UnknownError("not run");
+  std::thread t0([&] { r0 = both[0]->Run({{"x", Random(8, 3)}}, {"r"}, {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  absl::Status refused =
+      cluster_->server("worker", 0)->collectives()->Deliver("collective;buf;7;1;1;rd0;1", Tensor());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  t0.join();
+  ASSERT_FALSE(r0.ok());
+  EXPECT_EQ(r0.status().code(), absl::StatusCode::kResourceExhausted) << r0.status();
+  // Worker 1 heard of it: its next run fails at once, with worker 0's status.
+  const auto start = std::chrono::steady_clock::now();
+  auto r1 = both[1]->Run({{"x", Random(8, 4)}}, {"r"}, {});
+  ASSERT_FALSE(r1.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(r1.status().code(), absl::StatusCode::kResourceExhausted) << r1.status();
+  EXPECT_THAT(std::string(r1.status().message()), HasSubstr("could not be allocated"));
+  both.clear();
   cluster_->StopAll();
 }
 
