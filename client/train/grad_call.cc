@@ -158,6 +158,7 @@ Outs CallGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy
   // backprop frame on the call's inputs (popped there like any forward
   // value the gradient reads), and is differentiated as body.
   const loop_grad::Traversal* t = loop_grad::CurrentTraversal();
+  if (t != nullptr && t->graph != g) t = nullptr;  // (a traversal of another graph)
   const bool in_body = t != nullptr && t->body_frame != nullptr;
   if (in_body) {
     for (int id = first; id < g->num_node_ids(); ++id) {

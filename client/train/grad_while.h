@@ -121,6 +121,7 @@ absl::StatusOr<absl::flat_hash_map<int, Gradient>> BuildLoopGradient(
 // Nesting. A gradient function that differentiates a subgraph of its own
 // (a call frame's recomputed body, grad_call.cc) goes on in the same mode.
 struct Traversal {
+  const Graph* graph = nullptr;  // the graph being differentiated
   const GradientOptions* options = nullptr;
   const std::string* body_frame = nullptr;  // null: a whole graph
   const Nesting* nesting = nullptr;

@@ -134,7 +134,7 @@ absl::StatusOr<std::vector<Gradient>> GradientsImpl(
   }
   const GradientRegistry& registry =
       options.registry != nullptr ? *options.registry : DefaultGradientRegistry();
-  const loop_grad::Traversal traversal{&options, body_frame, nesting};
+  const loop_grad::Traversal traversal{scope.graph(), &options, body_frame, nesting};
   const loop_grad::ActiveTraversal active(&traversal);
   Graph* graph = scope.graph();
   const int n_ids = graph->num_node_ids();
