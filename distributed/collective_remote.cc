@@ -37,6 +37,21 @@ std::string Describe(const CollectiveArgs& a) {
                       " instance ", a.instance_key, " (node '", a.node, "' on ", a.device, ")");
 }
 
+absl::Status PeerError(const CollectiveArgs& a, const std::string& task, absl::StatusCode code,
+                       const absl::Status& why) {
+  const std::string msg(why.message());
+  return absl::Status(
+      code, absl::StrCat(Describe(a), ": peer ", task,
+                         msg.find(task) == std::string::npos ? absl::StrCat(" (", msg, ")")
+                                                             : absl::StrCat(": ", msg)));
+}
+
+absl::Status StoppedAfter(const std::string& task, const absl::Status& why) {
+  return absl::Status(
+      why.code(),
+      absl::StrCat("task ", task, ": collectives stopped after a failure: ", why.message()));
+}
+
 }  // namespace collective_internal
 
 using collective_internal::Describe;
@@ -46,7 +61,9 @@ using collective_internal::kInst;
 using collective_internal::kJoin;
 using collective_internal::kPrefix;
 using collective_internal::Mod;
+using collective_internal::PeerError;
 using collective_internal::Signature;
+using collective_internal::StoppedAfter;
 
 RemoteCollectives::RemoteCollectives(std::string task, WorkerCacheInterface* workers,
                                      std::string leader)
@@ -232,11 +249,7 @@ void RemoteCollectives::Receive(std::shared_ptr<RunState> st, int rank, const st
           waiting = inbox_waiters_.erase(key) > 0;
         }
         if (!waiting) return;
-        std::string msg(why.message());
-        Finish(st, absl::UnavailableError(absl::StrCat(Describe(st->args), ": peer ", task,
-                                                       msg.find(task) == std::string::npos
-                                                           ? absl::StrCat(" (", msg, ")")
-                                                           : absl::StrCat(": ", msg))));
+        Finish(st, PeerError(st->args, task, absl::StatusCode::kUnavailable, why));
       });
   bool finished;
   {
@@ -494,18 +507,11 @@ void RemoteCollectives::Push(std::shared_ptr<RunState> st, int rank, const std::
   num_pushed_.fetch_add(1);
   w->PushTensorAsync(key, value, [this, st, w, task](const absl::Status& s) {
     if (s.ok()) return;
-    std::string msg(s.message());
-    absl::Status failed(
-        s.code(), absl::StrCat(Describe(st->args), ": peer ", task,
-                               msg.find(task) == std::string::npos ? absl::StrCat(" (", msg, ")")
-                                                                   : absl::StrCat(": ", msg)));
+    absl::Status failed = PeerError(st->args, task, s.code(), s);
     // A push that fails after this member's run ended (an RPC's late
     // answer) still leaves the partner without its piece: abort, and tell.
     if (Finished(st)) {
-      Abort(absl::Status(failed.code(),
-                         absl::StrCat("task ", task_,
-                                      ": collectives stopped after a failure: ", failed.message())),
-            /*tell_peers=*/true);
+      Abort(StoppedAfter(task_, failed), /*tell_peers=*/true);
       return;
     }
     Finish(st, failed);
@@ -570,12 +576,7 @@ void RemoteCollectives::Finish(std::shared_ptr<RunState> st, absl::Status status
       std::lock_guard<std::mutex> l(mu_);
       first = aborted_.ok();
     }
-    if (first) {
-      Abort(absl::Status(status.code(),
-                         absl::StrCat("task ", task_,
-                                      ": collectives stopped after a failure: ", status.message())),
-            /*tell_peers=*/true);
-    }
+    if (first) Abort(StoppedAfter(task_, status), /*tell_peers=*/true);
     st->done(status);
     return;
   }
@@ -611,11 +612,7 @@ void RemoteCollectives::Fetch(std::shared_ptr<RunState> st, int rank, const std:
                          f.erase(std::remove(f.begin(), f.end(), opts), f.end());
                        }
                        if (!s.ok()) {
-                         std::string msg(s.message());
-                         cb(absl::Status(s.code(), absl::StrCat(Describe(st->args), ": peer ", task,
-                                                                msg.find(task) == std::string::npos
-                                                                    ? absl::StrCat(" (", msg, ")")
-                                                                    : absl::StrCat(": ", msg))));
+                         cb(PeerError(st->args, task, s.code(), s));
                          return;
                        }
                        cb(std::move(res->tensor));

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "distributed/collective_remote.h"
 
 namespace graphrun {
@@ -31,6 +32,12 @@ inline constexpr char kAbort[] = "collective;abort;";
 std::string Signature(const CollectiveArgs& a, const Tensor& input, bool push);
 // "collective reduce of group 1 instance 7 (node 'r' on DEVICE)".
 std::string Describe(const CollectiveArgs& a);
+// `why` (a failure reaching peer `task`) as "DESCRIBE: peer TASK (why)", or
+// "...: why" when it names the task already; with `code`.
+absl::Status PeerError(const CollectiveArgs& a, const std::string& task, absl::StatusCode code,
+                       const absl::Status& why);
+// "task TASK: collectives stopped after a failure: why", with why's code.
+absl::Status StoppedAfter(const std::string& task, const absl::Status& why);
 inline int Mod(int a, int n) { return ((a % n) + n) % n; }
 
 }  // namespace collective_internal

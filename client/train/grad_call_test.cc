@@ -20,6 +20,39 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// Adds mul(a, b) = a b, a `_noinline` function, to `def`'s library.
+void AddMulFunction(tensorflow::GraphDef* def) {
+  ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString(
+      R"pb(
+        library {
+          function {
+            signature {
+              name: "mul"
+              input_arg { name: "a" type: DT_FLOAT }
+              input_arg { name: "b" type: DT_FLOAT }
+              output_arg { name: "p" type: DT_FLOAT }
+            }
+            attr {
+              key: "_noinline"
+              value { b: true }
+            }
+            node_def {
+              name: "m"
+              op: "Mul"
+              input: "a"
+              input: "b"
+              attr {
+                key: "T"
+                value { type: DT_FLOAT }
+              }
+            }
+            ret { key: "p" value: "m:z:0" }
+          }
+        }
+      )pb",
+      def));
+}
+
 // tools/testdata/noinline_call.pbtxt: norm = norm2(v) = sum(v * v) and
 // doubled = doubling(norm, n) = norm * 2^n (a StatelessWhile inside the
 // function), both call frames. d doubled / dv = 2 v 2^n.
@@ -177,33 +210,9 @@ TEST(CallFrameGradientTest, SharedAndDependentInputsCountOnce) {
         }
         node { name: "twice" op: "mul" input: "x" input: "x" }
         node { name: "cube" op: "mul" input: "x" input: "sq" }
-        library {
-          function {
-            signature {
-              name: "mul"
-              input_arg { name: "a" type: DT_FLOAT }
-              input_arg { name: "b" type: DT_FLOAT }
-              output_arg { name: "p" type: DT_FLOAT }
-            }
-            attr {
-              key: "_noinline"
-              value { b: true }
-            }
-            node_def {
-              name: "m"
-              op: "Mul"
-              input: "a"
-              input: "b"
-              attr {
-                key: "T"
-                value { type: DT_FLOAT }
-              }
-            }
-            ret { key: "p" value: "m:z:0" }
-          }
-        }
       )pb",
       &def));
+  AddMulFunction(&def);
   Scope s = Scope::NewRootScope();
   auto g = ImportGraphDef(s, def);
   ASSERT_TRUE(g.ok()) << g.status();
@@ -292,29 +301,6 @@ TEST(CallFrameGradientTest, CallInsideALoopBody) {
         library {
           function {
             signature {
-              name: "mul"
-              input_arg { name: "a" type: DT_FLOAT }
-              input_arg { name: "b" type: DT_FLOAT }
-              output_arg { name: "p" type: DT_FLOAT }
-            }
-            attr {
-              key: "_noinline"
-              value { b: true }
-            }
-            node_def {
-              name: "m"
-              op: "Mul"
-              input: "a"
-              input: "b"
-              attr {
-                key: "T"
-                value { type: DT_FLOAT }
-              }
-            }
-            ret { key: "p" value: "m:z:0" }
-          }
-          function {
-            signature {
               name: "three"
               input_arg { name: "i" type: DT_INT32 }
               input_arg { name: "x" type: DT_FLOAT }
@@ -397,6 +383,7 @@ TEST(CallFrameGradientTest, CallInsideALoopBody) {
         }
       )pb",
       &def));
+  AddMulFunction(&def);
   Scope s = Scope::NewRootScope();
   auto g = ImportGraphDef(s, def);
   ASSERT_TRUE(g.ok()) << g.status();

@@ -51,6 +51,14 @@ std::string Graph(int k, int group_size, const std::string& hint, int instance =
                       timeout_seconds, " } } }");
 }
 
+Tensor Random(int64_t n, uint32_t seed) {
+  Tensor t(DT_FLOAT, TensorShape({n}));
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-100.f, 100.f);
+  for (int64_t i = 0; i < n; ++i) t.base<float>()[i] = d(gen);
+  return t;
+}
+
 class CollectiveClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { RegisterGrpcSession(); }
@@ -92,16 +100,23 @@ class CollectiveClusterTest : public ::testing::Test {
     return out;
   }
 
+  // Two workers' sessions (into `both`) after one good all-reduce of `n`
+  // floats (the group resolved, connections up); then worker 0 alone
+  // starts a step that waits in the all-reduce, its result into `r0`.
+  // Returns that step's thread, after giving it 300 ms to start waiting.
+  std::thread WorkerZeroWaitsAlone(std::vector<std::unique_ptr<Session>>* both, int64_t n,
+                                   absl::StatusOr<std::vector<Tensor>>* r0) {
+    both->push_back(Connect(0, Graph(0, 2, "auto")));
+    both->push_back(Connect(1, Graph(1, 2, "auto")));
+    auto first = RunAll(*both, {Random(n, 1), Random(n, 2)});
+    EXPECT_TRUE(first[0].ok() && first[1].ok()) << first[0].status() << " " << first[1].status();
+    std::thread t0([both, n, r0] { *r0 = (*both)[0]->Run({{"x", Random(n, 3)}}, {"r"}, {}); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return t0;
+  }
+
   std::unique_ptr<LocalCluster> cluster_;
 };
-
-Tensor Random(int64_t n, uint32_t seed) {
-  Tensor t(DT_FLOAT, TensorShape({n}));
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-100.f, 100.f);
-  for (int64_t i = 0; i < n; ++i) t.base<float>()[i] = d(gen);
-  return t;
-}
 
 // Workers x algorithms x sizes: the mean, the same bytes on every worker,
 // over two steps (the second run of the instance meets the second).
@@ -233,13 +248,8 @@ TEST_F(CollectiveClusterTest, AFailedMemberTellsItsWaitingPeers) {
 TEST_F(CollectiveClusterTest, ARefusedPieceAbortsTheReceiverAndTellsItsPeers) {
   StartCluster(2);
   std::vector<std::unique_ptr<Session>> both;
-  both.push_back(Connect(0, Graph(0, 2, "auto")));
-  both.push_back(Connect(1, Graph(1, 2, "auto")));
-  auto first = RunAll(both, {Random(8, 1), Random(8, 2)});
-  ASSERT_TRUE(first[0].ok() && first[1].ok()) << first[0].status() << " " << first[1].status();
   absl::StatusOr<std::vector<Tensor>> r0 = absl::UnknownError("not run");
-  std::thread t0([&] { r0 = both[0]->Run({{"x", Random(8, 3)}}, {"r"}, {}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::thread t0 = WorkerZeroWaitsAlone(&both, 8, &r0);
   absl::Status refused =
       cluster_->server("worker", 0)->collectives()->Deliver("collective;buf;7;1;1;rd0;1", Tensor());
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
@@ -361,17 +371,9 @@ TEST_F(CollectiveClusterTest, MembersOfDifferentSizesAreInvalidArgument) {
 // fails promptly with Unavailable naming worker 1.
 TEST_F(CollectiveClusterTest, StoppedPeerFailsTheCollectiveNamingIt) {
   StartCluster(2);
-  auto s0 = Connect(0, Graph(0, 2, "auto"));
-  auto s1 = Connect(1, Graph(1, 2, "auto"));
-  // One good step first: the group is resolved, connections are up.
   std::vector<std::unique_ptr<Session>> both;
-  both.push_back(std::move(s0));
-  both.push_back(std::move(s1));
-  auto first = RunAll(both, {Random(64, 1), Random(64, 2)});
-  ASSERT_TRUE(first[0].ok() && first[1].ok()) << first[0].status() << " " << first[1].status();
   absl::StatusOr<std::vector<Tensor>> r0 = absl::UnknownError("not run");
-  std::thread t0([&] { r0 = both[0]->Run({{"x", Random(64, 3)}}, {"r"}, {}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::thread t0 = WorkerZeroWaitsAlone(&both, 64, &r0);
   const auto stopped = std::chrono::steady_clock::now();
   cluster_->StopTask("worker", 1);
   t0.join();
