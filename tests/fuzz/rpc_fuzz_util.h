@@ -4,12 +4,17 @@
 #ifndef GRAPHRUN_TESTS_FUZZ_RPC_FUZZ_UTIL_H_
 #define GRAPHRUN_TESTS_FUZZ_RPC_FUZZ_UTIL_H_
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -20,6 +25,7 @@
 #include "graph/memory_budget.h"
 #include "graph/ops/all_ops.h"
 #include "kernels/all_kernels.h"
+#include "runtime/device.h"
 #include "util/notification.h"
 
 namespace graphrun {
@@ -39,26 +45,49 @@ inline void SetUpProcess() {
   (void)done;
 }
 
-// Task kTask: 2 CPU devices, an inter-op pool of 2, graphs of at most 256
-// nodes, and `peers` as its cluster (must outlive it).
+// Threads live as long as the process: the pools below and Call's caller.
+// Made per input, their stacks' mmap and munmap under ASan (and the TLB
+// shootdowns they cause) took a third of the fuzzer's time; the tasks
+// themselves (devices, resources, worker, master) are still new for each
+// input, so an input's outcome does not depend on the ones before it.
+inline std::shared_ptr<ThreadPool> IntraOpPool() {
+  static auto* pool = new std::shared_ptr<ThreadPool>(
+      std::make_shared<ThreadPool>("fuzz_intra_op", 1, /*max_parallelism=*/1));
+  return *pool;
+}
+inline ThreadPool* InterOpPool() {
+  static auto* pool = new ThreadPool("fuzz_inter_op", 2);
+  return pool;
+}
+
+// Task kTask: 2 CPU devices (as DeviceMgr::NewLocal makes them, with
+// incarnations from a counter instead of the random device), the shared
+// inter-op pool of 2, graphs of at most 256 nodes, and `peers` as its
+// cluster (must outlive it).
 struct FuzzWorker {
   std::unique_ptr<DeviceMgr> devices;
-  std::unique_ptr<ThreadPool> pool;
   WorkerEnv env;
   std::unique_ptr<Worker> worker;
 
   explicit FuzzWorker(WorkerCacheInterface* peers) {
-    DeviceMgrOptions dm;
-    dm.job = "worker";
-    dm.num_cpus = 2;
-    dm.intra_op_threads = 1;
-    devices = *DeviceMgr::NewLocal(dm);
-    pool = std::make_unique<ThreadPool>("fuzz", 2);
+    static uint64_t incarnation = 0;
+    std::vector<std::unique_ptr<Device>> cpus;
+    for (int i = 0; i < 2; ++i) {
+      DeviceAttributes a;
+      a.name = std::string(kTask) + "/device:CPU:" + std::to_string(i);
+      a.device_type = kDeviceCpu;
+      a.memory_limit = int64_t{1} << 34;
+      a.incarnation = ++incarnation;
+      cpus.push_back(
+          std::make_unique<Device>(a, IntraOpPool(), std::make_shared<ResourceMgr>("worker")));
+      cpus.back()->set_intra_op_parallelism(1);
+    }
+    devices = std::make_unique<DeviceMgr>(std::move(cpus));
     env.task = kTask;
     env.device_mgr = devices.get();
     env.op_registry = &DefaultOpRegistry();
     env.kernel_registry = &DefaultKernelRegistry();
-    env.inter_op_pool = pool.get();
+    env.inter_op_pool = InterOpPool();
     env.worker_cache = peers;
     env.limits.max_graph_nodes = 256;
     worker = std::make_unique<Worker>(&env);
@@ -93,29 +122,64 @@ void ForEachRecord(const uint8_t* data, size_t size, Fn fn) {
   }
 }
 
-// Runs one call, start(done), on its own thread (the master runs a step on
-// the caller's thread until it ends, as a gRPC handler does); cancels it
-// through `opts` if it has not ended in 200 ms (a while loop over a fed
-// bound, a dequeue), then waits for it: a call that never ends is a
-// finding (libFuzzer's -timeout). Returns the call's status.
+// The one thread that starts every call (the master runs a step on the
+// caller's thread until it ends, as a gRPC handler does).
+class Caller {
+ public:
+  static Caller& Get() {
+    static Caller* caller = new Caller();
+    return *caller;
+  }
+  void Run(std::function<void()> fn) {
+    std::lock_guard<std::mutex> l(mu_);
+    queue_.push_back(std::move(fn));
+    cv_.notify_one();
+  }
+
+ private:
+  Caller() : thread_([this] { Loop(); }) {}
+  void Loop() {
+    while (true) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [this] { return !queue_.empty(); });
+        fn = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      fn();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  std::thread thread_;
+};
+
+// Runs one call, start(done), on the caller thread; cancels it through
+// `opts` if it has not ended in 200 ms (a while loop over a fed bound, a
+// dequeue), then waits both for its callback and for start to return: a
+// call that never ends is a finding (libFuzzer's -timeout). Returns the
+// call's status.
 template <typename Start>
 absl::Status Call(CallOptions* opts, Start start) {
   struct Done {
-    Notification n;
+    Notification called, returned;
     absl::Status status;
   };
   auto done = std::make_shared<Done>();
-  std::thread caller([&] {
+  Caller::Get().Run([&start, done] {
     start([done](const absl::Status& s) {
       done->status = s;
-      done->n.Notify();
+      done->called.Notify();
     });
+    done->returned.Notify();
   });
-  if (!done->n.WaitForNotificationWithTimeout(absl::Milliseconds(200)) && opts != nullptr) {
+  if (!done->called.WaitForNotificationWithTimeout(absl::Milliseconds(200)) && opts != nullptr) {
     opts->StartCancel();
   }
-  done->n.WaitForNotification();
-  caller.join();
+  done->called.WaitForNotification();
+  done->returned.WaitForNotification();
   return done->status;
 }
 
