@@ -216,10 +216,15 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
       call->id = h.id;
       call->request.set_step_id(h.step_id);
       call->request.set_rendezvous_key(std::move(key));
+      bool reused = false;
       {
         std::lock_guard<std::mutex> l(mu_);
-        inflight_[h.id] = call;
+        reused = !inflight_.emplace(h.id, call).second;
       }
+      // An id already in flight breaks the protocol (a client numbers its
+      // calls afresh): overwriting it would leave the first call beyond
+      // every cancel, waiting forever with this connection held.
+      if (reused) break;
       server_->num_requests_.fetch_add(1);
       auto self = shared_from_this();
       server_->worker_->RecvTensorAsync(

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/rpc/data_channel_internal.h"
 #include "distributed/rpc/data_channel_testlib.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -31,6 +32,9 @@ namespace graphrun {
 namespace distributed {
 namespace {
 
+using data_channel_internal::kRecv;
+using data_channel_internal::kRequestMagic;
+using data_channel_internal::RequestHeader;
 using ::testing::HasSubstr;
 constexpr char kWho[] = "task /job:ps/replica:0/task:0 (127.0.0.1:1)";
 
@@ -418,6 +422,42 @@ class DataChannelRefusalTest : public ::testing::Test {
   test::FakeRecvWorker worker_;
   std::unique_ptr<DataChannelServer> server_;
 };
+
+// A request reusing the id of one still in flight breaks the protocol:
+// the server drops the connection and cancels both calls (overwriting the
+// first left it waiting forever, the connection with it: a fuzzer's find).
+TEST_F(DataChannelRefusalTest, AnIdStillInFlightDropsTheConnectionAndCancelsBoth) {
+  StartServer(DataChannelOptions());
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(server_->port());
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::string frames;
+  for (int i = 0; i < 2; ++i) {
+    RequestHeader h{kRequestMagic, kRecv, /*id=*/7, /*step_id=*/1, /*key_bytes=*/4};
+    frames.append(reinterpret_cast<const char*>(&h), sizeof(h));
+    frames.append("hang");
+  }
+  ASSERT_EQ(send(fd, frames.data(), frames.size(), 0), static_cast<ssize_t>(frames.size()));
+  // The server hangs up (EOF; at most the first call's Cancelled answer
+  // comes before it), though this side still has its write half open.
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char buf[512];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+  }
+  EXPECT_EQ(n, 0) << "no EOF within 10 s";
+  close(fd);
+  for (int i = 0; i < 250 && worker_.num_cancelled() < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(worker_.num_cancelled(), 1);  // the first; the second never started
+  DataChannelOptions o;
+  EXPECT_TRUE(Try(o).ok());
+}
 
 TEST_F(DataChannelRefusalTest, TokenMismatchIsUnauthenticatedBothWays) {
   DataChannelOptions good = SecureOptions(Security::kToken);
