@@ -9,7 +9,10 @@
 #   worker_rpc_fuzzer    the worker service's handlers on sequences of requests
 #   master_rpc_fuzzer    the master service's handlers on sequences of requests
 #   data_channel_fuzzer  data channel frames and token handshakes, both ways
-# FUZZ_RUNS=N instead runs each target for N executions (no time bound).
+# FUZZ_RUNS=N instead runs each target for N executions (no time bound);
+# FUZZ_TARGETS="graphdef data_channel" runs only those (a campaign:
+# FUZZ_TARGETS=master_rpc FUZZ_RUNS=10000000 bash scripts/fuzz.sh; see
+# docs/fuzzing.md).
 # -entropic=0: libFuzzer's entropic schedule spent three quarters of the
 # GraphDef fuzzer's time ranking features (InputCorpus::
 # UpdateFeatureFrequency over every object's coverage counters); the plain
@@ -23,6 +26,17 @@ secs="${1:-60}"
 targets=(graphdef:corpus tensor_proto:corpus_tensor_proto idx:corpus_idx
          checkpoint:corpus_checkpoint worker_rpc:corpus_worker_rpc
          master_rpc:corpus_master_rpc data_channel:corpus_data_channel)
+if [[ -n "${FUZZ_TARGETS:-}" ]]; then
+  chosen=()
+  for want in $FUZZ_TARGETS; do
+    found=""
+    for t in "${targets[@]}"; do
+      if [[ "${t%%:*}" == "$want" ]]; then chosen+=("$t"); found=1; fi
+    done
+    [[ -n "$found" ]] || { echo "fuzz: no target '$want' (FUZZ_TARGETS)" >&2; exit 2; }
+  done
+  targets=("${chosen[@]}")
+fi
 # The sanitizer tests' output base (scripts/test_all.sh): --config=fuzz is
 # their --config=asan plus libFuzzer's runtime at link time, so only the
 # fuzz targets themselves are built here after those tests ran. Its own
