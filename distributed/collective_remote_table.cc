@@ -225,13 +225,13 @@ void RemoteCollectives::Take(const std::string& key, CallOptions* opts, RecvTens
   // Cancellation is armed before the waiter is published: once published,
   // a Put may answer and the caller free `opts` at any time.
   if (opts != nullptr) {
-    opts->SetCancelCallback([this, key] {
+    opts->SetCancelCallback([this, key, opts] {
       StatusCallback cb;
       {
         std::lock_guard<std::mutex> l(mu_);
         auto it = waiters_.find(key);
-        if (it == waiters_.end()) {
-          cancelled_keys_.insert(key);  // not published yet
+        if (it == waiters_.end() || it->second.opts != opts) {
+          cancelled_keys_.insert(key);  // not published yet (another call's waiter stays)
           return;
         }
         cb = std::move(it->second.done);
@@ -252,6 +252,11 @@ void RemoteCollectives::Take(const std::string& key, CallOptions* opts, RecvTens
       if (buffers_.empty()) drained_cv_.notify_all();
     } else if (cancelled_keys_.erase(key) > 0) {
       answer = absl::CancelledError(absl::StrCat("task ", task_, ": collective fetch cancelled"));
+    } else if (waiters_.count(key) > 0) {
+      // One fetcher per piece: a second would orphan the first (its call
+      // never answered, beyond every cancel).
+      answer = absl::AlreadyExistsError(
+          absl::StrCat("task ", task_, ": collective piece '", key, "' is already being fetched"));
     } else {
       answer = aborted_;
       if (answer.ok()) {

@@ -219,11 +219,12 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
       bool reused = false;
       {
         std::lock_guard<std::mutex> l(mu_);
-        reused = !inflight_.emplace(h.id, call).second;
+        reused = held_.count(h.id) > 0 || !inflight_.emplace(h.id, call).second;
       }
-      // An id already in flight breaks the protocol (a client numbers its
-      // calls afresh): overwriting it would leave the first call beyond
-      // every cancel, waiting forever with this connection held.
+      // An id still in flight or held for a same-host read breaks the
+      // protocol (a client numbers its calls afresh): overwriting it would
+      // leave the first call beyond every cancel, waiting forever with this
+      // connection held, or free a payload whose address is published.
       if (reused) break;
       server_->num_requests_.fetch_add(1);
       auto self = shared_from_this();

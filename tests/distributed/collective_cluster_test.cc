@@ -17,6 +17,7 @@
 #include "graph/testlib.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
+#include "util/notification.h"
 
 namespace graphrun {
 namespace distributed {
@@ -264,6 +265,45 @@ TEST_F(CollectiveClusterTest, ARefusedPieceAbortsTheReceiverAndTellsItsPeers) {
   EXPECT_EQ(r1.status().code(), absl::StatusCode::kResourceExhausted) << r1.status();
   EXPECT_THAT(std::string(r1.status().message()), HasSubstr("could not be allocated"));
   both.clear();
+  cluster_->StopAll();
+}
+
+// One fetcher per piece: a second fetch of a piece still awaited is
+// AlreadyExists at once, and the first stays within reach of its cancel
+// (overwriting it left that call unanswered for good, and the first's
+// cancel then failed the second).
+TEST_F(CollectiveClusterTest, ASecondFetchOfAnAwaitedPieceIsAlreadyExists) {
+  StartCluster(2);
+  RemoteCollectives* rc = cluster_->server("worker", 0)->collectives();
+  const std::string key = "collective;buf;7;1;1;ring0;1";
+  struct Fetch {
+    CallOptions opts;
+    RecvTensorResult out;
+    Notification done;
+    absl::Status status;
+  };
+  auto serve = [&](Fetch* f) {
+    rc->Serve(key, &f->opts, &f->out, [f](const absl::Status& s) {
+      f->status = s;
+      f->done.Notify();
+    });
+  };
+  Fetch first, second, third;
+  serve(&first);
+  EXPECT_FALSE(first.done.HasBeenNotified());
+  serve(&second);
+  ASSERT_TRUE(second.done.HasBeenNotified());
+  EXPECT_EQ(second.status.code(), absl::StatusCode::kAlreadyExists) << second.status;
+  EXPECT_THAT(std::string(second.status.message()), HasSubstr(key));
+  first.opts.StartCancel();
+  ASSERT_TRUE(first.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_EQ(first.status.code(), absl::StatusCode::kCancelled) << first.status;
+  // The piece is free to fetch again.
+  serve(&third);
+  EXPECT_FALSE(third.done.HasBeenNotified());
+  third.opts.StartCancel();
+  ASSERT_TRUE(third.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_EQ(third.status.code(), absl::StatusCode::kCancelled) << third.status;
   cluster_->StopAll();
 }
 
