@@ -796,6 +796,15 @@ absl::Status AnnotateLoweringError(const absl::Status& status,
   return status;
 }
 
+bool HasLegacyUnknownPlaceholderShape(const tensorflow::NodeDef& node,
+                                      const tensorflow::VersionDef& versions) {
+  if (versions.producer() < 1 || versions.producer() > 21) return false;
+  if (node.op() != "Placeholder" && node.op() != "PlaceholderV2") return false;
+  auto it = node.attr().find("shape");
+  return it != node.attr().end() && it->second.has_shape() && it->second.shape().dim_size() == 0 &&
+         !it->second.shape().unknown_rank();
+}
+
 absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegistry& registry,
                                               std::vector<std::string>* warnings,
                                               const LoweringOptions& lowering_options) {
@@ -823,6 +832,9 @@ absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegis
     out = def;
   }
   for (NodeDef& n : *out.mutable_node()) {
+    if (HasLegacyUnknownPlaceholderShape(n, v)) {
+      (*n.mutable_attr())["shape"].mutable_shape()->set_unknown_rank(true);
+    }
     const OpRegistrationData* reg = registry.LookUp(n.op());
     if (reg == nullptr) continue;
     std::vector<std::string> drop;

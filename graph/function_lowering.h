@@ -97,6 +97,14 @@ absl::Status AnnotateLoweringError(const absl::Status& status,
 // TF_GRAPH_DEF_VERSION of the 2.x releases whose graphs it is tested on).
 constexpr int kGraphDefConsumerVersion = 1766;
 
+// TensorFlow wrote `shape {}` (a scalar) for a Placeholder of unknown shape
+// until GraphDef version 22, and still reads it so in graphs of earlier
+// versions. True for such a Placeholder of a graph whose versions say
+// 1..21; a graph without versions (producer 0, written by hand) keeps a
+// scalar a scalar.
+bool HasLegacyUnknownPlaceholderShape(const tensorflow::NodeDef& node,
+                                      const tensorflow::VersionDef& versions);
+
 // What every entry point (sessions, `graphrun run`, placeviz) does to a
 // GraphDef a user hands in, before anything else reads it:
 // - checks TensorFlow's versioning rule: a graph whose
@@ -105,7 +113,8 @@ constexpr int kGraphDefConsumerVersion = 1766;
 // - lowers function calls (above);
 // - applies TensorFlow 2's rule for attrs an op does not declare: one whose
 //   name starts with '_' is kept, any other is dropped, with one warning per
-//   node and attr appended to `warnings` (may be null).
+//   node and attr appended to `warnings` (may be null);
+// - gives a legacy scalar Placeholder shape (above) unknown rank.
 // When it lowered calls, it also validates the result (GraphFromGraphDef),
 // so that an error inside a function body names the function.
 // Nodes of ops the registry does not know are left for validation to name.

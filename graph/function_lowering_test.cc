@@ -317,5 +317,28 @@ TEST(FunctionLoweringTest, VersioningRule) {
   EXPECT_THAT(s.message(), HasSubstr("GraphDef disallows consumer version 1766"));
 }
 
+// TensorFlow before GraphDef version 22 wrote a Placeholder of unknown
+// shape as `shape {}`; read so in such graphs only (a graph without
+// versions is hand-written: its scalar stays a scalar, as does one of a
+// later version).
+TEST(FunctionLoweringTest, LegacyScalarPlaceholderShapeIsUnknown) {
+  const std::string node = R"(
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } }
+       attr { key: "shape" value { shape { } } } }
+node { name: "y" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { dim { size: 2 } } } } }
+)";
+  auto shape_of = [&](const std::string& versions, int i) {
+    auto c = CanonicalizeGraphDef(ParseGraph(node + versions), DefaultOpRegistry(), nullptr);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? c->node(i).attr().at("shape").shape().ShortDebugString() : "";
+  };
+  EXPECT_EQ(shape_of("versions { producer: 19 }", 0), "unknown_rank: true");
+  EXPECT_EQ(shape_of("versions { producer: 21 }", 0), "unknown_rank: true");
+  EXPECT_EQ(shape_of("versions { producer: 19 }", 1), "dim { size: 2 }");
+  EXPECT_EQ(shape_of("versions { producer: 22 }", 0), "");
+  EXPECT_EQ(shape_of("", 0), "");
+}
+
 }  // namespace
 }  // namespace graphrun

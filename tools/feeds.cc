@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "graph/function_lowering.h"
 #include "graph/node_def_util.h"
 #include "graph/ops/all_ops.h"
 #include "graph/status.h"
@@ -60,7 +61,10 @@ absl::Status CheckPlaceholderShape(const tensorflow::GraphDef& def, absl::string
       return absl::OkStatus();
     }
     PartialShape declared;
-    if (!GetAttr(n, "shape", &declared).ok() || !declared.known_rank()) return absl::OkStatus();
+    if (!GetAttr(n, "shape", &declared).ok() || !declared.known_rank() ||
+        HasLegacyUnknownPlaceholderShape(n, def.versions())) {
+      return absl::OkStatus();
+    }
     if (declared.IsCompatibleWith(t.shape())) return absl::OkStatus();
     return absl::InvalidArgumentError(
         absl::StrCat(prefix, "cannot feed a value of shape ", t.shape().DebugString(),

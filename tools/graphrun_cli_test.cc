@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "graph/proto/config.pb.h"
+#include "graph/proto/example.pb.h"
 #include "gtest/gtest.h"
 #include "kernels/io/checkpoint_util.h"
 #include "tools/file_util.h"
@@ -594,6 +596,77 @@ TEST(GraphrunCliTest, SavedModelMissingVariableIsAnError) {
   EXPECT_THAT(r.err, StartsWith("NotFound: SavedModel '" + dir + "': restoring variables from '" +
                                 dir + "/variables/variables': "));
   EXPECT_THAT(r.err, HasSubstr("variables/0/.ATTRIBUTES/VARIABLE_VALUE"));
+}
+
+// A SavedModel as TensorFlow 0.12 wrote them (testdata's file says what it
+// holds): its any_list collection and any_info parse, its ref variables
+// restore through the sharded Saver, and its regress signature parses
+// tf.Examples fed as strings, through a Placeholder whose legacy `shape {}`
+// means any shape.
+TEST(GraphrunCliTest, SavedModelTf1LegacyRegressesExamples) {
+  const std::string dir = TempPath("tf1_legacy_model");
+  std::filesystem::create_directories(dir + "/variables");
+  std::filesystem::copy_file(Runfile("tools/testdata/saved_model/tf1_legacy_saved_model.pbtxt"),
+                             dir + "/saved_model.pbtxt",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto w = checkpoint::BundleWriter::Create(dir + "/variables/variables");
+  ASSERT_TRUE(w.ok()) << w.status();
+  Tensor a(DT_FLOAT, TensorShape({})), b(DT_FLOAT, TensorShape({}));
+  a.flat<float>()[0] = 0.5f;
+  b.flat<float>()[0] = 2.0f;
+  ASSERT_TRUE((*w)->Add("a", a).ok());
+  ASSERT_TRUE((*w)->Add("b", b).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  // Serialized tf.Examples {x: [v]} as a JSON list of strings (each byte a
+  // code point: these values' bytes are all below 0x80).
+  std::string examples = "[";
+  for (float v : {2.0f, 3.0f, 10.0f}) {
+    tensorflow::Example e;
+    (*e.mutable_features()->mutable_feature())["x"].mutable_float_list()->add_value(v);
+    std::string bytes = e.SerializeAsString();
+    if (examples.size() > 1) examples += ",";
+    examples += "\"";
+    for (unsigned char c : bytes) {
+      ASSERT_LT(c, 0x80);
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\u%04x", c);
+      examples += hex;
+    }
+    examples += "\"";
+  }
+  examples += "]";
+  ExpectOutput(
+      {"run", dir, "--signature=tensorflow/serving/regress", "--feed", "inputs=" + examples},
+      "outputs = Tensor<float, [3,1]: 3 3.5 7>\n");
+  ExpectOutput({"run", dir, "--signature=serving_default", "--feed", "x=[[1],[-2]]"},
+               "y = Tensor<float, [2,1]: 2.5 1>\n");
+  // `show` lays the signatures out as saved_model_cli does.
+  ExpectOutput({"show", dir},
+               "\nMetaGraphDef with tag-set: 'serve' contains the following SignatureDefs:\n"
+               "\nsignature_def['serving_default']:\n"
+               "  The given SavedModel SignatureDef contains the following input(s):\n"
+               "    inputs['x'] tensor_info:\n"
+               "        dtype: DT_INVALID\n"
+               "        shape: ()\n"
+               "        name: x:0\n"
+               "  The given SavedModel SignatureDef contains the following output(s):\n"
+               "    outputs['y'] tensor_info:\n"
+               "        dtype: DT_INVALID\n"
+               "        shape: ()\n"
+               "        name: y:0\n"
+               "  Method name is: tensorflow/serving/predict\n"
+               "\nsignature_def['tensorflow/serving/regress']:\n"
+               "  The given SavedModel SignatureDef contains the following input(s):\n"
+               "    inputs['inputs'] tensor_info:\n"
+               "        dtype: DT_STRING\n"
+               "        shape: ()\n"
+               "        name: tf_example:0\n"
+               "  The given SavedModel SignatureDef contains the following output(s):\n"
+               "    outputs['outputs'] tensor_info:\n"
+               "        dtype: DT_FLOAT\n"
+               "        shape: ()\n"
+               "        name: y:0\n"
+               "  Method name is: tensorflow/serving/regress\n");
 }
 
 TEST(GraphrunCliTest, ShowSavedModelLikeSavedModelCli) {
