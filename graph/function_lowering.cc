@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <iostream>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -27,6 +26,7 @@ bool IsCall(const std::string& op) {
   return op == "PartitionedCall" || op == "StatefulPartitionedCall";
 }
 bool IsIf(const std::string& op) { return op == "If" || op == "StatelessIf"; }
+bool IsCase(const std::string& op) { return op == "Case" || op == "StatelessCase"; }
 bool IsWhile(const std::string& op) { return op == "While" || op == "StatelessWhile"; }
 
 // A call of `fn` that stays a call frame: the function is marked
@@ -495,83 +495,130 @@ class Lowering {
     return out;
   }
 
-  absl::Status LowerIf(const NodeDef& n, const std::vector<std::string>& data,
-                       const std::vector<std::string>& control, const Scope& parent) {
-    GR_ASSIGN_OR_RETURN(const FunctionDef* then_fn, FuncAttr(parent, n, "then_branch"));
-    GR_ASSIGN_OR_RETURN(const FunctionDef* else_fn, FuncAttr(parent, n, "else_branch"));
-    DataType tcond = DT_BOOL;
+  // If and Case: the predicate (Switch) or the branch index (_SwitchN)
+  // routes every input to one branch, each branch is inlined behind a
+  // pivot of its own, and one Merge per output joins the branches. If's
+  // branches are [else, then], Switch's output order.
+  absl::Status LowerBranches(const NodeDef& n, const std::vector<std::string>& data,
+                             const std::vector<std::string>& control, const Scope& parent) {
+    const bool is_case = IsCase(n.op());
+    struct Branch {
+      const FunctionDef* fn;
+      const google::protobuf::Map<std::string, AttrValue>* attrs;
+      std::string body, pivot;  // name suffixes
+    };
+    std::vector<Branch> branches;
+    if (is_case) {
+      auto it = n.attr().find("branches");
+      if (it == n.attr().end() || it->second.list().func_size() == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(parent.Where(n.name()), " (op ", n.op(), "): has no branches"));
+      }
+      for (int b = 0; b < it->second.list().func_size(); ++b) {
+        const auto& f = it->second.list().func(b);
+        auto fn = functions_.find(f.name());
+        if (fn == functions_.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              parent.Where(n.name()), " (op ", n.op(), "): branch ", b, " names function '",
+              f.name(), "', which is not in the graph's function library"));
+        }
+        branches.push_back(
+            {fn->second, &f.attr(), absl::StrCat("branch", b), absl::StrCat("pivot_", b)});
+      }
+    } else {
+      GR_ASSIGN_OR_RETURN(const FunctionDef* then_fn, FuncAttr(parent, n, "then_branch"));
+      GR_ASSIGN_OR_RETURN(const FunctionDef* else_fn, FuncAttr(parent, n, "else_branch"));
+      branches.push_back({else_fn, &n.attr().at("else_branch").func().attr(), "else", "pivot_f"});
+      branches.push_back({then_fn, &n.attr().at("then_branch").func().attr(), "then", "pivot_t"});
+    }
+    const int num = static_cast<int>(branches.size());
     DataTypeVector tin, tout;
-    GR_RETURN_IF_ERROR(GetAttr(n, "Tcond", &tcond));
     GR_RETURN_IF_ERROR(GetAttr(n, "Tin", &tin));
     GR_RETURN_IF_ERROR(GetAttr(n, "Tout", &tout));
     if (data.empty() || data.size() != tin.size() + 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(parent.Where(n.name()), " (op ", n.op(), "): has ", data.size(),
-                       " inputs but Tin lists ", tin.size(), " after the predicate"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          parent.Where(n.name()), " (op ", n.op(), "): has ", data.size(), " inputs but Tin lists ",
+          tin.size(), " after the ", is_case ? "branch index" : "predicate"));
     }
     const std::string& dev = n.device();
     const std::string& p = n.name();
-    GR_ASSIGN_OR_RETURN(std::string pred, AsBool(data[0], tcond, p + "/cond_bool", parent, dev));
-
-    auto with_control = [&](std::vector<std::string> in) {
+    std::string by = data[0];  // the predicate or the index
+    DataType by_type = DT_INT32;
+    if (!is_case) {
+      DataType tcond = DT_BOOL;
+      GR_RETURN_IF_ERROR(GetAttr(n, "Tcond", &tcond));
+      GR_ASSIGN_OR_RETURN(by, AsBool(data[0], tcond, p + "/cond_bool", parent, dev));
+      by_type = DT_BOOL;
+    }
+    // A Switch (or _SwitchN) of `value` by the predicate (or index).
+    auto route = [&](const std::string& name, const std::string& value, DataType type) {
+      std::vector<std::string> in = {value, by};
       in.insert(in.end(), control.begin(), control.end());
-      return in;
+      NodeDef r = Make(Unique(name), is_case ? "_SwitchN" : "Switch", std::move(in), dev);
+      (*r.mutable_attr())["T"] = MakeAttr(type);
+      if (is_case) (*r.mutable_attr())["num_outs"] = MakeAttr(num);
+      return r;
     };
-    NodeDef sp = Make(Unique(p + "/switch_pred"), "Switch", with_control({pred, pred}), dev);
-    (*sp.mutable_attr())["T"] = MakeAttr(DT_BOOL);
+    NodeDef sp = route(p + "/switch_pred", by, by_type);
     const std::string switch_pred = sp.name();
     GR_RETURN_IF_ERROR(Emit(std::move(sp), parent));
-    std::string pivot_t = Unique(p + "/pivot_t"), pivot_f = Unique(p + "/pivot_f");
-    for (auto [name, port] : {std::pair{pivot_t, 1}, std::pair{pivot_f, 0}}) {
-      NodeDef id = Make(name, "Identity", {absl::StrCat(switch_pred, ":", port)}, dev);
-      (*id.mutable_attr())["T"] = MakeAttr(DT_BOOL);
+    std::vector<std::string> pivots;
+    for (int b = 0; b < num; ++b) {
+      NodeDef id = Make(Unique(p + "/" + branches[b].pivot), "Identity",
+                        {absl::StrCat(switch_pred, ":", b)}, dev);
+      (*id.mutable_attr())["T"] = MakeAttr(by_type);
+      pivots.push_back(id.name());
       GR_RETURN_IF_ERROR(Emit(std::move(id), parent));
     }
-    std::vector<std::string> then_in, else_in;
+    std::vector<std::vector<std::string>> ins(num);
     for (size_t i = 0; i < tin.size(); ++i) {
-      NodeDef sw = Make(Unique(absl::StrCat(p, "/switch_", i)), "Switch",
-                        with_control({data[i + 1], pred}), dev);
-      (*sw.mutable_attr())["T"] = MakeAttr(tin[i]);
-      else_in.push_back(absl::StrCat(sw.name(), ":0"));
-      then_in.push_back(absl::StrCat(sw.name(), ":1"));
+      NodeDef sw = route(absl::StrCat(p, "/switch_", i), data[i + 1], tin[i]);
+      for (int b = 0; b < num; ++b) ins[b].push_back(absl::StrCat(sw.name(), ":", b));
       GR_RETURN_IF_ERROR(Emit(std::move(sw), parent));
     }
-    const auto& tattrs = n.attr().at("then_branch").func().attr();
-    const auto& eattrs = n.attr().at("else_branch").func().attr();
-    GR_ASSIGN_OR_RETURN(BodyResult rt,
-                        InlineBody(*then_fn, parent, n, p + "/then", tattrs, then_in, pivot_t));
-    GR_ASSIGN_OR_RETURN(BodyResult re,
-                        InlineBody(*else_fn, parent, n, p + "/else", eattrs, else_in, pivot_f));
-    if (rt.rets.size() != tout.size() || re.rets.size() != tout.size()) {
+    std::vector<BodyResult> rs;
+    for (int b = 0; b < num; ++b) {
+      GR_ASSIGN_OR_RETURN(BodyResult r,
+                          InlineBody(*branches[b].fn, parent, n, p + "/" + branches[b].body,
+                                     *branches[b].attrs, ins[b], pivots[b]));
+      rs.push_back(std::move(r));
+    }
+    for (int b = 0; b < num; ++b) {
+      if (rs[b].rets.size() == tout.size()) continue;
+      const std::string head =
+          absl::StrCat(parent.Where(n.name()), " (op ", n.op(), "): Tout lists ", tout.size());
       return absl::InvalidArgumentError(
-          absl::StrCat(parent.Where(n.name()), " (op ", n.op(), "): Tout lists ", tout.size(),
-                       " outputs but then_branch returns ", rt.rets.size(), " and else_branch ",
-                       re.rets.size()));
+          is_case ? absl::StrCat(head, " outputs but branch ", b, " returns ", rs[b].rets.size())
+                  : absl::StrCat(head, " outputs but then_branch returns ", rs[1].rets.size(),
+                                 " and else_branch ", rs[0].rets.size()));
     }
     BodyResult merged;
+    bool controls = tout.empty();
+    for (int b = 0; b < num; ++b) controls = controls || !rs[b].control.empty();
     for (size_t j = 0; j < tout.size(); ++j) {
-      NodeDef m =
-          Make(Unique(absl::StrCat(p, "/merge_", j)), "Merge", {re.rets[j], rt.rets[j]}, dev);
+      std::vector<std::string> in;
+      for (int b = 0; b < num; ++b) in.push_back(rs[b].rets[j]);
+      NodeDef m = Make(Unique(absl::StrCat(p, "/merge_", j)), "Merge", std::move(in), dev);
       (*m.mutable_attr())["T"] = MakeAttr(tout[j]);
-      (*m.mutable_attr())["N"] = MakeAttr(2);
+      (*m.mutable_attr())["N"] = MakeAttr(num);
       merged.rets.push_back(m.name());
       GR_RETURN_IF_ERROR(Emit(std::move(m), parent));
     }
-    if (tout.empty() || !rt.control.empty() || !re.control.empty()) {
+    if (controls) {
       // Which branch ran, once its control returns have: a Merge of one
-      // live and one dead Identity of the pivots.
+      // live and the other dead Identities of the pivots.
       std::vector<std::string> done;
-      for (auto [pivot, ctl] : {std::pair{pivot_f, &re.control}, std::pair{pivot_t, &rt.control}}) {
-        std::vector<std::string> in = {pivot};
-        in.insert(in.end(), ctl->begin(), ctl->end());
-        NodeDef id = Make(Unique(pivot + "_done"), "Identity", std::move(in), dev);
-        (*id.mutable_attr())["T"] = MakeAttr(DT_BOOL);
+      for (int b = 0; b < num; ++b) {
+        std::vector<std::string> in = {pivots[b]};
+        in.insert(in.end(), rs[b].control.begin(), rs[b].control.end());
+        NodeDef id = Make(Unique(pivots[b] + "_done"), "Identity", std::move(in), dev);
+        (*id.mutable_attr())["T"] = MakeAttr(by_type);
         done.push_back(id.name());
         GR_RETURN_IF_ERROR(Emit(std::move(id), parent));
       }
       NodeDef m = Make(Unique(p + "/branch_executed"), "Merge", done, dev);
-      (*m.mutable_attr())["T"] = MakeAttr(DT_BOOL);
-      (*m.mutable_attr())["N"] = MakeAttr(2);
+      (*m.mutable_attr())["T"] = MakeAttr(by_type);
+      (*m.mutable_attr())["N"] = MakeAttr(num);
       merged.control.push_back(absl::StrCat("^", m.name()));
       GR_RETURN_IF_ERROR(Emit(std::move(m), parent));
     }
@@ -727,8 +774,8 @@ class Lowering {
         } else {
           GR_RETURN_IF_ERROR(LowerCall(n, *f, attrs, data, control, scope));
         }
-      } else if (IsIf(src.op())) {
-        GR_RETURN_IF_ERROR(LowerIf(n, data, control, scope));
+      } else if (IsIf(src.op()) || IsCase(src.op())) {
+        GR_RETURN_IF_ERROR(LowerBranches(n, data, control, scope));
       } else if (IsWhile(src.op())) {
         GR_RETURN_IF_ERROR(LowerWhile(n, data, control, scope));
       } else {
@@ -757,7 +804,7 @@ bool NeedsLowering(const GraphDef& def) {
   for (const FunctionDef& f : def.library().function()) fns[f.signature().name()] = &f;
   bool calls = false;  // some node calls into the library
   for (const NodeDef& n : def.node()) {
-    if (IsIf(n.op()) || IsWhile(n.op())) return true;
+    if (IsIf(n.op()) || IsCase(n.op()) || IsWhile(n.op())) return true;
     // A function used as an op becomes a call (inlined or a call frame).
     if (fns.contains(n.op())) return true;
     if (!IsCall(n.op())) continue;
@@ -794,81 +841,6 @@ absl::Status AnnotateLoweringError(const absl::Status& status,
     pos = end;
   }
   return status;
-}
-
-bool HasLegacyUnknownPlaceholderShape(const tensorflow::NodeDef& node,
-                                      const tensorflow::VersionDef& versions) {
-  if (versions.producer() < 1 || versions.producer() > 21) return false;
-  if (node.op() != "Placeholder" && node.op() != "PlaceholderV2") return false;
-  auto it = node.attr().find("shape");
-  return it != node.attr().end() && it->second.has_shape() && it->second.shape().dim_size() == 0 &&
-         !it->second.shape().unknown_rank();
-}
-
-absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegistry& registry,
-                                              std::vector<std::string>* warnings,
-                                              const LoweringOptions& lowering_options) {
-  const tensorflow::VersionDef& v = def.versions();
-  if (v.min_consumer() > kGraphDefConsumerVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GraphDef min consumer version ", v.min_consumer(), " is above graphrun's version ",
-        kGraphDefConsumerVersion, " (the graph was written by a newer TensorFlow; producer ",
-        v.producer(), ")"));
-  }
-  for (int bad : v.bad_consumers()) {
-    if (bad == kGraphDefConsumerVersion) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("GraphDef disallows consumer version ", bad, ", graphrun's version"));
-    }
-  }
-  GraphDef out;
-  absl::flat_hash_map<std::string, std::string> origin;
-  const bool lowering = NeedsLowering(def);
-  if (lowering) {
-    GR_ASSIGN_OR_RETURN(LoweredGraph lowered, LowerFunctionCalls(def, registry, lowering_options));
-    out = std::move(lowered.graph_def);
-    origin = std::move(lowered.origin);
-  } else {
-    out = def;
-  }
-  for (NodeDef& n : *out.mutable_node()) {
-    if (HasLegacyUnknownPlaceholderShape(n, v)) {
-      (*n.mutable_attr())["shape"].mutable_shape()->set_unknown_rank(true);
-    }
-    const OpRegistrationData* reg = registry.LookUp(n.op());
-    if (reg == nullptr) continue;
-    std::vector<std::string> drop;
-    for (const auto& [k, v] : n.attr()) {
-      if (!k.empty() && k[0] == '_') continue;
-      bool declared = false;
-      for (const auto& a : reg->op_def.attr()) declared = declared || a.name() == k;
-      if (!declared) drop.push_back(k);
-    }
-    std::sort(drop.begin(), drop.end());
-    for (const std::string& k : drop) {
-      n.mutable_attr()->erase(k);
-      if (warnings != nullptr) {
-        warnings->push_back(absl::StrCat("node '", n.name(), "' (op ", n.op(), "): dropped attr '",
-                                         k, "', which the op does not declare"));
-      }
-    }
-  }
-  if (lowering) {
-    ImportOptions no_shapes;
-    no_shapes.infer_shapes = false;
-    GR_RETURN_IF_ERROR(
-        AnnotateLoweringError(GraphFromGraphDef(out, registry, no_shapes).status(), origin));
-  }
-  return out;
-}
-
-absl::StatusOr<GraphDef> CanonicalizeGraphDefForSession(const GraphDef& def,
-                                                        const OpRegistry& registry,
-                                                        const LoweringOptions& lowering) {
-  std::vector<std::string> warnings;
-  GR_ASSIGN_OR_RETURN(GraphDef out, CanonicalizeGraphDef(def, registry, &warnings, lowering));
-  for (const std::string& w : warnings) std::cerr << "graphrun: warning: " << w << "\n";
-  return out;
 }
 
 }  // namespace graphrun

@@ -132,6 +132,101 @@ library { function {
                          "call/sq from /job:localhost/replica:0/task:0/device:CPU:1"));
 }
 
+// Case / StatelessCase (TensorFlow's tf.switch_case): branches[i] runs,
+// the last one for an index out of range; a branch's control return runs
+// only when it is taken.
+TEST(FunctionSessionTest, CaseRunsTheIndexedBranch) {
+  auto session = NewLocalSession(1);
+  absl::Status s = session->Create(ParseGraph(R"(
+node { name: "i" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "v" op: "VarHandleOp" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { } } } attr { key: "shared_name" value { s: "taken" } } }
+node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0 } } } }
+node { name: "init" op: "AssignVariableOp" input: "v" input: "zero"
+       attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "case" op: "Case" input: "i" input: "x" input: "v"
+       attr { key: "Tin" value { list { type: DT_FLOAT type: DT_RESOURCE } } }
+       attr { key: "Tout" value { list { type: DT_FLOAT } } }
+       attr { key: "branches" value { list { func { name: "plus_one" } func { name: "twice" }
+                                            func { name: "count" } } } } }
+node { name: "scase" op: "StatelessCase" input: "i" input: "x"
+       attr { key: "Tin" value { list { type: DT_FLOAT } } }
+       attr { key: "Tout" value { list { type: DT_FLOAT } } }
+       attr { key: "branches" value { list { func { name: "neg" } func { name: "neg" } } } } }
+node { name: "read" op: "ReadVariableOp" input: "v" attr { key: "dtype" value { type: DT_FLOAT } } }
+library {
+  function {
+    signature { name: "plus_one" input_arg { name: "x" type: DT_FLOAT }
+                input_arg { name: "v" type: DT_RESOURCE } output_arg { name: "y" type: DT_FLOAT } }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+               attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+    node_def { name: "add" op: "AddV2" input: "x" input: "one:output:0"
+               attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "y" value: "add:z:0" }
+  }
+  function {
+    signature { name: "twice" input_arg { name: "x" type: DT_FLOAT }
+                input_arg { name: "v" type: DT_RESOURCE } output_arg { name: "y" type: DT_FLOAT } }
+    node_def { name: "add" op: "AddV2" input: "x" input: "x"
+               attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "y" value: "add:z:0" }
+  }
+  function {
+    signature { name: "count" input_arg { name: "x" type: DT_FLOAT }
+                input_arg { name: "v" type: DT_RESOURCE } output_arg { name: "y" type: DT_FLOAT }
+                is_stateful: true }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+               attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+    node_def { name: "bump" op: "AssignAddVariableOp" input: "v" input: "one:output:0"
+               attr { key: "dtype" value { type: DT_FLOAT } } }
+    node_def { name: "y" op: "Identity" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "y" value: "y:output:0" }
+    control_ret { key: "bump" value: "bump" }
+  }
+  function {
+    signature { name: "neg" input_arg { name: "x" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+    node_def { name: "n" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "y" value: "n:y:0" }
+  }
+}
+versions { producer: 1395 min_consumer: 12 }
+)"));
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(session->Run({}, {}, {"init"}).ok());
+  const Tensor x = Tensor::Scalar<float>(5);
+  auto run = [&](int32_t i) {
+    auto out = session->Run({{"i", Tensor::Scalar<int32_t>(i)}, {"x", x}}, {"case", "scase"});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? std::vector<float>{Scalar((*out)[0]), Scalar((*out)[1])}
+                    : std::vector<float>{};
+  };
+  EXPECT_THAT(run(0), ::testing::ElementsAre(6, -5));
+  EXPECT_THAT(run(1), ::testing::ElementsAre(10, -5));
+  EXPECT_THAT(run(2), ::testing::ElementsAre(5, -5));
+  EXPECT_THAT(run(7), ::testing::ElementsAre(5, -5));   // out of range: the last
+  EXPECT_THAT(run(-1), ::testing::ElementsAre(5, -5));  // branch
+  auto read = session->Run({}, {"read"});
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(Scalar((*read)[0]), 3);  // `count` ran 3 times of 5
+
+  // A branch that returns another number of outputs names the branch.
+  auto bad = NewLocalSession(1);
+  s = bad->Create(ParseGraph(R"(
+node { name: "i" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "case" op: "StatelessCase" input: "i"
+       attr { key: "Tin" value { list { } } }
+       attr { key: "Tout" value { list { type: DT_FLOAT } } }
+       attr { key: "branches" value { list { func { name: "nothing" } } } } }
+library { function { signature { name: "nothing" } } }
+)"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("node 'case' (op StatelessCase): Tout lists 1 outputs but branch 0 "
+                        "returns 0"));
+}
+
 TEST(FunctionSessionTest, ExtendAddsCallsAndTheirLibrary) {
   auto session = NewLocalSession(1);
   ASSERT_TRUE(session

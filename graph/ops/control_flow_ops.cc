@@ -30,6 +30,11 @@ absl::Status MergeShape(ShapeContext& c) {
   return absl::OkStatus();
 }
 
+absl::Status SwitchNShape(ShapeContext& c) {
+  for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, c.input(0));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterControlFlowOps(OpRegistry& r) {
@@ -50,6 +55,15 @@ void RegisterControlFlowOps(OpRegistry& r) {
             .Attr("T: type")
             .SetAllowsUninitializedInput()
             .SetShapeFn(SwitchShape));
+  r.Add(OpDefBuilder("_SwitchN")
+            .Input("data: T")
+            .Input("output_index: int32")
+            .Output("outputs: num_outs * T")
+            .Attr("num_outs: int >= 1")
+            .Attr("T: type")
+            .SetShapeFn(SwitchNShape)
+            .Doc("Forwards data to outputs[output_index] (the last output when out of range); "
+                 "the others are dead. What Case lowers to."));
   r.Add(OpDefBuilder("Merge")
             .Input("inputs: N * T")
             .Output("output: T")
@@ -139,6 +153,21 @@ void RegisterControlFlowOps(OpRegistry& r) {
         .Attr("output_shapes: list(shape) = []")
         .Doc("Calls then_branch if cond, else else_branch; lowered to Switch/Merge at import.");
     if (std::string(op) == "If") b.SetIsStateful();
+    r.Add(b);
+  }
+  for (const char* op : {"Case", "StatelessCase"}) {
+    OpDefBuilder b(op);
+    b.Input("branch_index: int32")
+        .Input("input: Tin")
+        .Output("output: Tout")
+        .Attr("Tin: list(type) >= 0")
+        .Attr("Tout: list(type) >= 0")
+        .Attr("branches: list(func) >= 1")
+        .Attr("output_shapes: list(shape) = []")
+        .Doc(
+            "Calls branches[branch_index] (the last one when out of range); lowered to "
+            "_SwitchN/Merge at import.");
+    if (std::string(op) == "Case") b.SetIsStateful();
     r.Add(b);
   }
   for (const char* op : {"While", "StatelessWhile"}) {

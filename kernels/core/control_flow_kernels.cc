@@ -18,6 +18,23 @@ class SwitchOp : public OpKernel {
   }
 };
 
+// _SwitchN (lowered Case): an index out of [0, num_outs) picks the last
+// output, as Case's default branch.
+class SwitchNOp : public OpKernel {
+ public:
+  explicit SwitchNOp(OpKernelConstruction* ctx) : OpKernel(ctx) { set_expensive(false); }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& index = ctx->input(1);
+    if (index.dtype() != DT_INT32 || index.dims() != 0) {
+      return Error(absl::StrCat("output_index must be an int32 scalar, got ", index.DebugString()));
+    }
+    int32_t i = index.scalar<int32_t>();
+    if (i < 0 || i >= ctx->num_outputs()) i = ctx->num_outputs() - 1;
+    ctx->forward_input(0, i);
+    return absl::OkStatus();
+  }
+};
+
 class MergeOp : public OpKernel {
  public:
   explicit MergeOp(OpKernelConstruction* ctx) : OpKernel(ctx) { set_expensive(false); }
@@ -68,6 +85,7 @@ void RegisterControlFlowKernels(KernelRegistry& r) {
   for (const char* dev : {kDeviceCpu, kDeviceGpu}) {
     r.Add(KernelDef("Switch").Device(dev), MakeKernel<SwitchOp>());
     r.Add(KernelDef("RefSwitch").Device(dev), MakeKernel<SwitchOp>());
+    r.Add(KernelDef("_SwitchN").Device(dev).HostMemory("output_index"), MakeKernel<SwitchNOp>());
     r.Add(KernelDef("Merge").Device(dev), MakeKernel<MergeOp>());
     r.Add(KernelDef("RefMerge").Device(dev), MakeKernel<MergeOp>());
     for (const char* op :
