@@ -59,7 +59,8 @@ const char* const kCommon[] = {"Conv2D",
 
 bool IsFunctional(const std::string& op) {
   return op == "PartitionedCall" || op == "StatefulPartitionedCall" || op == "If" ||
-         op == "StatelessIf" || op == "While" || op == "StatelessWhile";
+         op == "StatelessIf" || op == "Case" || op == "StatelessCase" || op == "While" ||
+         op == "StatelessWhile";
 }
 
 struct Usage {
