@@ -40,6 +40,7 @@
 
 #include "distributed/rpc/data_channel.h"
 #include "distributed/rpc/data_channel_testlib.h"
+#include "google/protobuf/stubs/logging.h"
 #include "graph/memory_budget.h"
 #include "graph/tensor.h"
 
@@ -250,6 +251,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace graphrun::distributed;
   static Servers* servers = [] {
     SetMemoryLimits(int64_t{1} << 30, int64_t{256} << 20);
+    google::protobuf::SetLogHandler(nullptr);  // no line per malformed proto
     return new Servers();
   }();
   if (size < 1 || size > (1 << 16)) return 0;
