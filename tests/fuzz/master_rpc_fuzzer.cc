@@ -7,7 +7,7 @@
 // fetches, targets, options and handles are the fuzzer's; a request whose
 // session_handle is empty goes to the session the last CreateSession made,
 // so later requests reach a live session. Every request must end with a
-// Status (a step still running after 200 ms is cancelled, as a client that
+// Status (a step still running after 20 ms is cancelled, as a client that
 // goes away cancels its call), never a crash, hang or sanitizer report.
 //
 // Input: records of [1 byte: request kind][2 bytes little-endian: length]

@@ -5,7 +5,7 @@
 // binary or text protobuf, against one task with a worker session "s"
 // already open. Graphs, handles, step ids, keys and arguments are the
 // fuzzer's. Every request must end with a Status (a step that waits is
-// cancelled after 200 ms), never a crash, hang or sanitizer report.
+// cancelled after 20 ms), never a crash, hang or sanitizer report.
 //
 // Input: records of [1 byte: request kind][2 bytes little-endian: length]
 // [length bytes: the request].
