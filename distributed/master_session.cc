@@ -228,8 +228,7 @@ absl::Status MasterSession::EnsureWorkerSession(const std::string& task, WorkerI
 absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::GetOrCreatePlan(
     const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
     const std::vector<std::string>& targets) {
-  std::string key = absl::StrCat(absl::StrJoin(feeds, ","), "->", absl::StrJoin(fetches, ","), "/",
-                                 absl::StrJoin(targets, ","));
+  std::string key = ClientGraphKey(feeds, fetches, targets);
   std::lock_guard<std::mutex> pl(plan_mu_);
   tensorflow::GraphDef def;
   {

@@ -9,6 +9,17 @@
 
 namespace graphrun {
 
+std::string ClientGraphKey(const std::vector<std::string>& feeds,
+                           const std::vector<std::string>& fetches,
+                           const std::vector<std::string>& targets) {
+  std::string key;
+  for (const auto* list : {&feeds, &fetches, &targets}) {
+    absl::StrAppend(&key, list->size(), ":");
+    for (const std::string& name : *list) absl::StrAppend(&key, name.size(), ":", name);
+  }
+  return key;
+}
+
 void PruneGraph(Graph* graph, const std::vector<Node*>& keep) {
   std::vector<bool> needed(graph->num_node_ids(), false);
   std::deque<Node*> queue;

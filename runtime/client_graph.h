@@ -27,6 +27,13 @@ struct ClientGraph {
   DataTypeVector fetch_types;  // dtype of each fetch
 };
 
+// The key a session caches one signature's graph under: each name
+// length-prefixed, so no two distinct (feeds, fetches, targets) share a key
+// whatever their names hold (a feed named "a,b" is not the feeds "a", "b").
+std::string ClientGraphKey(const std::vector<std::string>& feeds,
+                           const std::vector<std::string>& fetches,
+                           const std::vector<std::string>& targets);
+
 // InvalidArgument naming the feed/fetch/target that names no node or an
 // output index the node does not have, or a tensor fed twice.
 absl::StatusOr<ClientGraph> BuildClientGraph(const tensorflow::GraphDef& def,

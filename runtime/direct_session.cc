@@ -7,7 +7,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "graph/function_lowering.h"
 #include "graph/ops/all_ops.h"
 #include "graph/status.h"
@@ -144,8 +143,7 @@ absl::StatusOr<std::shared_ptr<DirectSession::ExecutorsAndKeys>>
 DirectSession::GetOrCreateExecutors(const std::vector<std::string>& feeds,
                                     const std::vector<std::string>& fetches,
                                     const std::vector<std::string>& targets) {
-  std::string key = absl::StrCat(absl::StrJoin(feeds, ","), "->", absl::StrJoin(fetches, ","), "/",
-                                 absl::StrJoin(targets, ","));
+  std::string key = ClientGraphKey(feeds, fetches, targets);
   tensorflow::GraphDef def;
   {
     std::lock_guard<std::mutex> l(mu_);

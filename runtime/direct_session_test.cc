@@ -206,6 +206,18 @@ TEST(DirectSessionTest, FeedWrongTypeIsInvalidArgument) {
   EXPECT_THAT(r.status().message(), HasSubstr("feed 'pred'"));
 }
 
+// The executors cache keys each signature exactly: feeding the empty name
+// after a step with no feeds is its own (failing) signature, not the
+// cached one's, whose feed types it would index out of range.
+TEST(DirectSessionTest, SignaturesAreKeyedExactly) {
+  auto s = MakeSession(kCond);
+  auto r = s->Run({}, {"x"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  r = s->Run({{"", Tensor::Scalar<float>(1)}}, {"x"});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("feed ''"));
+}
+
 TEST(DirectSessionTest, RefVariablesPersistAcrossRuns) {
   auto s = MakeSession(R"(
 node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }

@@ -339,6 +339,40 @@ TEST(ServingLimitsTest, PlanCacheIsBounded) {
   EXPECT_EQ(master->num_plans(), 3u);
 }
 
+// Signatures that a joined cache key would confuse: after a step with no
+// feeds, a step feeding the empty name (or "a" and "b" after "a,b") is its
+// own signature and gets its own error, not the cached plan's types (the
+// master once indexed that plan's feed types out of range, an abort).
+TEST(ServingLimitsTest, SignaturesAreKeyedExactly) {
+  RegisterGrpcSession();
+  LocalClusterOptions o;
+  o.jobs = {{"worker", 1}};
+  auto cluster = LocalCluster::Start(o);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  tensorflow::GraphDef def;
+  auto* n = def.add_node();
+  n->set_name("c");
+  n->set_op("Const");
+  (*n->mutable_attr())["dtype"].set_type(tensorflow::DT_INT32);
+  auto* t = (*n->mutable_attr())["value"].mutable_tensor();
+  t->set_dtype(tensorflow::DT_INT32);
+  t->add_int_val(7);
+  SessionOptions so;
+  so.target = (*cluster)->target("worker", 0);
+  auto s = NewSession(so);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->Create(def).ok());
+  auto r = (*s)->Run({}, {"c"}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].scalar<int32_t>(), 7);
+  r = (*s)->Run({{"", Tensor::Scalar<int32_t>(1)}}, {"c"}, {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("feed ''"));
+  r = (*s)->Run({}, {"c"}, {});  // the first signature still runs
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].scalar<int32_t>(), 7);
+}
+
 // A cluster with a token: calls without it (or with another) get
 // Unauthenticated and learn nothing else (no task name); the tasks' own
 // calls to each other carry it, so steps across tasks run.
