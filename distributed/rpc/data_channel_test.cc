@@ -17,7 +17,6 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
-#include <random>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -35,17 +34,9 @@ namespace {
 using data_channel_internal::kRecv;
 using data_channel_internal::kRequestMagic;
 using data_channel_internal::RequestHeader;
+using test::RandomBytes;
 using ::testing::HasSubstr;
 constexpr char kWho[] = "task /job:ps/replica:0/task:0 (127.0.0.1:1)";
-
-Tensor RandomBytes(int64_t n, uint32_t seed) {
-  Tensor t(DT_UINT8, TensorShape({n}));
-  std::mt19937 gen(seed);
-  auto* p = reinterpret_cast<uint32_t*>(t.raw_data());
-  for (int64_t i = 0; i < n / 4; ++i) p[i] = gen();
-  for (int64_t i = n / 4 * 4; i < n; ++i) t.raw_data()[i] = static_cast<char>(gen());
-  return t;
-}
 
 // Calls RecvTensor for `key` and waits (bounded) for the answer.
 absl::Status Recv(DataConnection& c, const std::string& key, RecvTensorResult* result,

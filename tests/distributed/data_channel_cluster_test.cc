@@ -5,9 +5,9 @@
 // mid-step ends the step with Unavailable naming it, promptly.
 #include <chrono>
 #include <future>
-#include <random>
 
 #include "distributed/local_cluster.h"
+#include "distributed/rpc/data_channel_testlib.h"
 #include "distributed/rpc/grpc_session.h"
 #include "distributed/rpc/grpc_worker_client.h"
 #include "gmock/gmock.h"
@@ -19,17 +19,11 @@ namespace graphrun {
 namespace distributed {
 namespace {
 
+using distributed::test::RandomBytes;
 using ::testing::HasSubstr;
 
 constexpr char kPs0[] = "/job:ps/task:0";
 constexpr char kWk0[] = "/job:worker/task:0";
-
-Tensor RandomBytes(int64_t n, uint32_t seed) {
-  Tensor t(DT_UINT8, TensorShape({n}));
-  std::mt19937 gen(seed);
-  for (int64_t i = 0; i < n; ++i) t.base<uint8_t>()[i] = static_cast<uint8_t>(gen());
-  return t;
-}
 
 // ps:0 + worker:0 + worker:1 on free loopback ports, each with its own
 // data channel mode.
@@ -85,12 +79,12 @@ TEST_F(DataChannelClusterTest, RelayOverTheChannelIsBitExact) {
   ASSERT_TRUE(c.Start(DataChannelMode::kRequired, DataChannelMode::kRequired).ok());
   EXPECT_GT(c.server("ps", 0)->data_port(), 0);
   auto s = c.Connect("worker", 1);
-  ASSERT_TRUE(s->Create(test::RelayGraph("", kPs0, kWk0, "DT_UINT8")).ok());
+  ASSERT_TRUE(s->Create(graphrun::test::RelayGraph("", kPs0, kWk0, "DT_UINT8")).ok());
   for (int64_t n : {int64_t{1} << 10, int64_t{64} << 20, int64_t{1} << 10}) {
     Tensor x = RandomBytes(n, static_cast<uint32_t>(n));
     auto r = s->Run({{"x", x}}, {"b"});
     ASSERT_TRUE(r.ok()) << n << ": " << r.status();
-    EXPECT_TRUE(test::BitEqual((*r)[0], x)) << n;
+    EXPECT_TRUE(graphrun::test::BitEqual((*r)[0], x)) << n;
   }
   // The feed lives on the master: ps:0 pulled from worker:1, worker:0
   // from ps:0, worker:1 from worker:0 — only on the channel.
@@ -106,12 +100,12 @@ TEST_F(DataChannelClusterTest, PeerWithoutChannelIsReachedOverGrpc) {
   ASSERT_TRUE(c.Start(DataChannelMode::kOff, DataChannelMode::kPreferred).ok());
   EXPECT_EQ(c.server("ps", 0)->data_port(), 0);
   auto s = c.Connect("worker", 1);
-  ASSERT_TRUE(s->Create(test::RelayGraph("", kPs0, kWk0, "DT_UINT8")).ok());
+  ASSERT_TRUE(s->Create(graphrun::test::RelayGraph("", kPs0, kWk0, "DT_UINT8")).ok());
   for (int i = 0; i < 2; ++i) {
     Tensor x = RandomBytes(int64_t{3} << 20, 9 + i);
     auto r = s->Run({{"x", x}}, {"b"});
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_TRUE(test::BitEqual((*r)[0], x));
+    EXPECT_TRUE(graphrun::test::BitEqual((*r)[0], x));
   }
   auto from_ps = c.server("worker", 0)->recv_tensor_counts();
   EXPECT_EQ(from_ps.data_channel, 0);
@@ -148,7 +142,7 @@ TEST_F(DataChannelClusterTest, PeerStoppedMidStepIsUnavailableNamingIt) {
   Cluster c;
   ASSERT_TRUE(c.Start(DataChannelMode::kRequired, DataChannelMode::kRequired).ok());
   auto s = c.Connect("worker", 1);
-  tensorflow::GraphDef g = test::InfiniteLoopGraph(kPs0);
+  tensorflow::GraphDef g = graphrun::test::InfiniteLoopGraph(kPs0);
   auto* out = g.add_node();
   out->set_name("out");
   out->set_op("Identity");
