@@ -136,6 +136,7 @@ class RemoteCollectives final : public CollectiveExecutor {
     RecvTensorResult* out;
     StatusCallback done;
     CallOptions* opts;
+    uint64_t call = 0;  // a join or instance wait's ArmLeaderCancel id
   };
   struct LeaderGroup {
     int size = 0;
@@ -178,11 +179,23 @@ class RemoteCollectives final : public CollectiveExecutor {
   // receive it straight into `into` (RecvTensorResult::destination).
   void Fetch(std::shared_ptr<RunState> st, int rank, const std::string& key,
              std::function<void(absl::StatusOr<Tensor>)> cb, Tensor into = Tensor());
-  void ServeJoin(const std::string& key, RecvTensorResult* out, StatusCallback done);
+  void ServeJoin(const std::string& key, CallOptions* opts, RecvTensorResult* out,
+                 StatusCallback done);
+  // A join or instance wait's cancellation, armed (on `opts`, if any)
+  // before its waiter is published: a cancel before that refuses it
+  // (EndArming), one while it waits answers it Cancelled, one after its
+  // answer does nothing. Returns the call's id (0 without `opts`).
+  uint64_t ArmLeaderCancel(CallOptions* opts);
+  // REQUIRES: mu_. True if the call was cancelled while arming.
+  bool EndArming(uint64_t call);
+  // REQUIRES: mu_. Removes call's waiter from the leader's groups and
+  // instances; its callback, or null if it was answered.
+  StatusCallback TakeLeaderWaiter(uint64_t call);
   // Gather and broadcast: agree at the leader on the sender / the rows of
   // each member, then exchange.
   void ResolveInstance(std::shared_ptr<RunState> st);
-  void ServeInstance(const std::string& key, RecvTensorResult* out, StatusCallback done);
+  void ServeInstance(const std::string& key, CallOptions* opts, RecvTensorResult* out,
+                     StatusCallback done);
   void Broadcast(std::shared_ptr<RunState> st, int source);
   void GatherStep(std::shared_ptr<RunState> st, int t);
   void Take(const std::string& key, CallOptions* opts, RecvTensorResult* out, StatusCallback done);
@@ -209,6 +222,8 @@ class RemoteCollectives final : public CollectiveExecutor {
   std::map<std::string, std::function<void(absl::StatusOr<Tensor>)>> inbox_waiters_;
   std::map<std::string, Waiter> waiters_;
   std::set<std::string> cancelled_keys_;  // fetches cancelled before they waited
+  uint64_t next_call_ = 0;
+  std::map<uint64_t, bool> arming_;  // join/instance calls arming -> cancelled
   std::set<std::shared_ptr<RunState>> running_;
   HealthMonitor* health_ = nullptr;
   HealthMonitor::Watch watch_;  // while running_ is not empty

@@ -43,8 +43,63 @@ void RemoteCollectives::Put(const std::string& key, Tensor value) {
   w.done(absl::OkStatus());
 }
 
-void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* out,
-                                      StatusCallback done) {
+uint64_t RemoteCollectives::ArmLeaderCancel(CallOptions* opts) {
+  if (opts == nullptr) return 0;
+  uint64_t call;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    call = ++next_call_;
+    arming_[call] = false;
+  }
+  opts->SetCancelCallback([this, call] {
+    StatusCallback cb;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = arming_.find(call);
+      if (it != arming_.end()) {
+        it->second = true;  // EndArming refuses it
+        return;
+      }
+      cb = TakeLeaderWaiter(call);
+    }
+    if (cb) cb(absl::CancelledError(absl::StrCat("task ", task_, ": collective wait cancelled")));
+  });
+  return call;
+}
+
+bool RemoteCollectives::EndArming(uint64_t call) {
+  auto it = arming_.find(call);
+  if (it == arming_.end()) return false;
+  const bool cancelled = it->second;
+  arming_.erase(it);
+  return cancelled;
+}
+
+StatusCallback RemoteCollectives::TakeLeaderWaiter(uint64_t call) {
+  auto take = [call](std::vector<Waiter>* pending) -> StatusCallback {
+    for (auto it = pending->begin(); it != pending->end(); ++it) {
+      if (it->call != call) continue;
+      StatusCallback cb = std::move(it->done);
+      pending->erase(it);
+      return cb;
+    }
+    return nullptr;
+  };
+  for (auto& [group, g] : leader_groups_) {
+    // The device stays a member: its next join is answered with the group.
+    if (StatusCallback cb = take(&g.pending)) return cb;
+  }
+  for (auto it = leader_instances_.begin(); it != leader_instances_.end(); ++it) {
+    if (StatusCallback cb = take(&it->second.pending)) {
+      if (it->second.pending.empty()) leader_instances_.erase(it);
+      return cb;
+    }
+  }
+  return nullptr;
+}
+
+void RemoteCollectives::ServeInstance(const std::string& key, CallOptions* opts,
+                                      RecvTensorResult* out, StatusCallback done) {
   // "collective;inst;G;I;RUN;SIZE;DEVICE;ROLE;ROWS;SIGNATURE"
   std::vector<std::string> parts =
       absl::StrSplit(key.substr(sizeof(kInst) - 1), absl::MaxSplits(';', 7));
@@ -63,10 +118,13 @@ void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* 
   absl::Status verdict;
   std::string text;
   absl::Status refused;
+  const uint64_t call = ArmLeaderCancel(opts);
   {
     std::lock_guard<std::mutex> l(mu_);
     auto git = leader_groups_.find(group);
-    if (!aborted_.ok()) {
+    if (EndArming(call)) {
+      refused = absl::CancelledError(absl::StrCat("task ", task_, ": collective wait cancelled"));
+    } else if (!aborted_.ok()) {
       refused = aborted_;
     } else if (git == leader_groups_.end() ||
                static_cast<int>(git->second.devices.size()) != size) {
@@ -76,7 +134,7 @@ void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* 
     if (refused.ok()) {
       LeaderInstance& inst = leader_instances_[{group, instance, run}];
       inst.members[device] = absl::StrCat(parts[5], ";", parts[6], ";", parts[7]);
-      inst.pending.push_back({out, std::move(done), nullptr});
+      inst.pending.push_back({out, std::move(done), opts, call});
       if (static_cast<int>(inst.members.size()) < size) return;
       // Every member spoke: one verdict for all, in rank order.
       const std::set<std::string>& ranked = git->second.devices;
@@ -138,10 +196,12 @@ void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* 
     }
   }
   if (!refused.ok()) {
+    if (opts != nullptr) opts->ClearCancelCallback();
     done(refused);
     return;
   }
   for (Waiter& w : answer) {
+    if (w.opts != nullptr) w.opts->ClearCancelCallback();
     if (!verdict.ok()) {
       w.done(verdict);
       continue;
@@ -157,9 +217,9 @@ void RemoteCollectives::ServeInstance(const std::string& key, RecvTensorResult* 
 void RemoteCollectives::Serve(const std::string& key, CallOptions* opts, RecvTensorResult* out,
                               StatusCallback done) {
   if (absl::StartsWith(key, kInst)) {
-    ServeInstance(key, out, std::move(done));
+    ServeInstance(key, opts, out, std::move(done));
   } else if (absl::StartsWith(key, kJoin)) {
-    ServeJoin(key, out, std::move(done));
+    ServeJoin(key, opts, out, std::move(done));
   } else if (absl::StartsWith(key, kBuf)) {
     Take(key, opts, out, std::move(done));
   } else {
@@ -168,8 +228,8 @@ void RemoteCollectives::Serve(const std::string& key, CallOptions* opts, RecvTen
   }
 }
 
-void RemoteCollectives::ServeJoin(const std::string& key, RecvTensorResult* out,
-                                  StatusCallback done) {
+void RemoteCollectives::ServeJoin(const std::string& key, CallOptions* opts,
+                                  RecvTensorResult* out, StatusCallback done) {
   // "collective;join;G;SIZE;DEVICE"
   std::vector<std::string> parts =
       absl::StrSplit(key.substr(sizeof(kJoin) - 1), absl::MaxSplits(';', 2));
@@ -184,12 +244,15 @@ void RemoteCollectives::ServeJoin(const std::string& key, RecvTensorResult* out,
   std::vector<Waiter> answer;
   std::string members;
   absl::Status refused;
+  const uint64_t call = ArmLeaderCancel(opts);
   {
     std::lock_guard<std::mutex> l(mu_);
     auto [it, inserted] = leader_groups_.try_emplace(group);
     LeaderGroup& g = it->second;
     if (inserted) g.size = size;
-    if (!aborted_.ok()) {
+    if (EndArming(call)) {
+      refused = absl::CancelledError(absl::StrCat("task ", task_, ": collective wait cancelled"));
+    } else if (!aborted_.ok()) {
       refused = aborted_;
     } else if (g.size != size) {
       refused = absl::InvalidArgumentError(absl::StrCat("group ", group, " has group_size ", g.size,
@@ -201,17 +264,19 @@ void RemoteCollectives::ServeJoin(const std::string& key, RecvTensorResult* out,
           g.size, " devices (", absl::StrJoin(g.devices, ", "), ")"));
     } else {
       g.devices.insert(device);
-      g.pending.push_back({out, std::move(done), nullptr});
+      g.pending.push_back({out, std::move(done), opts, call});
       if (static_cast<int>(g.devices.size()) < g.size) return;
       members = absl::StrJoin(g.devices, "\n");
       answer.swap(g.pending);
     }
   }
   if (!refused.ok()) {
+    if (opts != nullptr) opts->ClearCancelCallback();
     done(refused);
     return;
   }
   for (Waiter& w : answer) {
+    if (w.opts != nullptr) w.opts->ClearCancelCallback();
     Tensor t(DT_UINT8, TensorShape({static_cast<int64_t>(members.size())}));
     if (!members.empty()) std::memcpy(t.raw_data(), members.data(), members.size());
     w.out->tensor = std::move(t);

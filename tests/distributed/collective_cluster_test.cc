@@ -307,6 +307,58 @@ TEST_F(CollectiveClusterTest, ASecondFetchOfAnAwaitedPieceIsAlreadyExists) {
   cluster_->StopAll();
 }
 
+// The leader's group joins and instance waits end when their calls are
+// cancelled (a member whose step gave up), before or while they wait; a
+// cancelled member stays in its group, so its next join is answered.
+TEST_F(CollectiveClusterTest, LeaderWaitsEndWhenTheirCallsAreCancelled) {
+  StartCluster(2);
+  RemoteCollectives* rc = cluster_->server("worker", 0)->collectives();
+  const std::string dev0 = "/job:worker/replica:0/task:0/device:CPU:0";
+  const std::string dev1 = "/job:worker/replica:0/task:1/device:CPU:0";
+  struct Wait {
+    CallOptions opts;
+    RecvTensorResult out;
+    Notification done;
+    absl::Status status;
+  };
+  auto serve = [&](const std::string& key, Wait* w) {
+    rc->Serve(key, &w->opts, &w->out, [w](const absl::Status& s) {
+      w->status = s;
+      w->done.Notify();
+    });
+  };
+  auto text = [](const Wait& w) {
+    return std::string(w.out.tensor.raw_data(), w.out.tensor.TotalBytes());
+  };
+  Wait join0, join1, rejoin0, inst, early;
+  serve("collective;join;5;2;" + dev0, &join0);
+  EXPECT_FALSE(join0.done.HasBeenNotified());
+  join0.opts.StartCancel();
+  ASSERT_TRUE(join0.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_EQ(join0.status.code(), absl::StatusCode::kCancelled) << join0.status;
+  serve("collective;join;5;2;" + dev1, &join1);
+  ASSERT_TRUE(join1.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(join1.status.ok()) << join1.status;
+  EXPECT_EQ(text(join1), dev0 + "\n" + dev1);
+  serve("collective;join;5;2;" + dev0, &rejoin0);
+  ASSERT_TRUE(rejoin0.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ASSERT_TRUE(rejoin0.status.ok()) << rejoin0.status;
+  EXPECT_EQ(text(rejoin0), dev0 + "\n" + dev1);
+  // An instance of the formed group that one member asked for.
+  const std::string inst_key = "collective;inst;5;3;0;2;" + dev0 + ";a;0;float[4]";
+  serve(inst_key, &inst);
+  EXPECT_FALSE(inst.done.HasBeenNotified());
+  inst.opts.StartCancel();
+  ASSERT_TRUE(inst.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_EQ(inst.status.code(), absl::StatusCode::kCancelled) << inst.status;
+  // Cancelled before it asked: refused at once, never waiting.
+  early.opts.StartCancel();
+  serve(inst_key, &early);
+  ASSERT_TRUE(early.done.HasBeenNotified());
+  EXPECT_EQ(early.status.code(), absl::StatusCode::kCancelled) << early.status;
+  cluster_->StopAll();
+}
+
 // Worker k's graph for gather / broadcast (sender: worker 0).
 std::string GatherGraph(int k, int group_size) {
   const std::string dev = absl::StrCat("/job:worker/replica:0/task:", k, "/device:CPU:0");
