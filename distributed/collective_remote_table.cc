@@ -228,8 +228,8 @@ void RemoteCollectives::Serve(const std::string& key, CallOptions* opts, RecvTen
   }
 }
 
-void RemoteCollectives::ServeJoin(const std::string& key, CallOptions* opts,
-                                  RecvTensorResult* out, StatusCallback done) {
+void RemoteCollectives::ServeJoin(const std::string& key, CallOptions* opts, RecvTensorResult* out,
+                                  StatusCallback done) {
   // "collective;join;G;SIZE;DEVICE"
   std::vector<std::string> parts =
       absl::StrSplit(key.substr(sizeof(kJoin) - 1), absl::MaxSplits(';', 2));
