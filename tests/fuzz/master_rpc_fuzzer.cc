@@ -77,11 +77,14 @@ void Call(CallOptions* opts, Start start) {
 }  // namespace distributed
 }  // namespace graphrun
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+namespace {
+
+// One input, on a task of its own (gone when this returns).
+void RunInput(const uint8_t* data, size_t size) {
   using namespace graphrun;
   using namespace graphrun::distributed;
   fuzz::SetUpProcess();
-  if (size > (1 << 15)) return 0;
+  if (size > (1 << 15)) return;
   Task task;
   Master* m = task.master.get();
   std::string last;  // the handle the last CreateSession returned
@@ -141,5 +144,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   });
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  RunInput(data, size);
+  graphrun::distributed::fuzz::Quiesce();
   return 0;
 }

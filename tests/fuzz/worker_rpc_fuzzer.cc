@@ -41,11 +41,14 @@ struct Task {
 }  // namespace distributed
 }  // namespace graphrun
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+namespace {
+
+// One input, on a task of its own (gone when this returns).
+void RunInput(const uint8_t* data, size_t size) {
   using namespace graphrun;
   using namespace graphrun::distributed;
   fuzz::SetUpProcess();
-  if (size > (1 << 15)) return 0;
+  if (size > (1 << 15)) return;
   Task t;
   auto& task = t.task;
   using fuzz::Call;
@@ -118,5 +121,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   });
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  RunInput(data, size);
+  graphrun::distributed::fuzz::Quiesce();
   return 0;
 }
