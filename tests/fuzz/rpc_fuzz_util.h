@@ -18,6 +18,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "distributed/collective_remote.h"
 #include "distributed/worker.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/stubs/logging.h"
@@ -60,16 +61,37 @@ inline ThreadPool* InterOpPool() {
   return pool;
 }
 
+// Reaches one worker, as task kTask (set before the first call).
+class SelfCache : public WorkerCacheInterface {
+ public:
+  void set(WorkerInterface* w) { worker_ = w; }
+  std::vector<std::string> ListTasks() const override { return {kTask}; }
+  absl::StatusOr<std::shared_ptr<WorkerInterface>> GetWorker(const std::string& task) override {
+    if (task != kTask || worker_ == nullptr) {
+      return absl::NotFoundError("no task " + task + " in the fuzzer's cluster");
+    }
+    return std::shared_ptr<WorkerInterface>(worker_, [](WorkerInterface*) {});
+  }
+
+ private:
+  WorkerInterface* worker_ = nullptr;
+};
+
 // Task kTask: 2 CPU devices (as DeviceMgr::NewLocal makes them, with
 // incarnations from a counter instead of the random device), the shared
 // inter-op pool of 2, graphs of at most 256 nodes, and `peers` as its
-// cluster (must outlive it).
+// cluster (must outlive it). With `collectives`, the task runs collectives
+// as a server's does, as the leader of a cluster of itself (its joins and
+// fetches reach its own worker); it stops as a server does (the worker's
+// calls aborted, then the collectives').
 struct FuzzWorker {
   std::unique_ptr<DeviceMgr> devices;
+  SelfCache self;
+  std::unique_ptr<RemoteCollectives> collectives;  // destroyed after the worker
   WorkerEnv env;
   std::unique_ptr<Worker> worker;
 
-  explicit FuzzWorker(WorkerCacheInterface* peers) {
+  explicit FuzzWorker(WorkerCacheInterface* peers, bool with_collectives = false) {
     static uint64_t incarnation = 0;
     std::vector<std::unique_ptr<Device>> cpus;
     for (int i = 0; i < 2; ++i) {
@@ -90,7 +112,18 @@ struct FuzzWorker {
     env.inter_op_pool = InterOpPool();
     env.worker_cache = peers;
     env.limits.max_graph_nodes = 256;
+    if (with_collectives) {
+      collectives = std::make_unique<RemoteCollectives>(kTask, &self, kTask);
+      env.collectives = collectives.get();
+    }
     worker = std::make_unique<Worker>(&env);
+    self.set(worker.get());
+  }
+  ~FuzzWorker() {
+    if (collectives == nullptr) return;
+    const absl::Status stopping = absl::UnavailableError("the fuzzer's task is stopping");
+    worker->AbortAll(stopping);
+    collectives->AbortAll(stopping);
   }
 };
 

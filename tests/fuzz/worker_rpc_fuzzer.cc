@@ -1,16 +1,23 @@
 // libFuzzer target: the worker service's request handling, as a gRPC
 // handler calls it (distributed/worker.h, in process): a sequence of
 // requests — CreateWorkerSession, RegisterGraph, RunGraph, RecvTensor,
-// CleanupGraph, DeregisterGraph, DeleteWorkerSession — each decoded from
-// binary or text protobuf, against one task with a worker session "s"
-// already open. Graphs, handles, step ids, keys and arguments are the
-// fuzzer's. Every request must end with a Status (a step that waits is
-// cancelled after 20 ms), never a crash, hang or sanitizer report.
+// CleanupGraph, DeregisterGraph, DeleteWorkerSession, PushTensor — each
+// decoded from binary or text protobuf, against one task with a worker
+// session "s" already open. The task runs collectives as a server's does
+// (the leader of a cluster of itself), so RecvTensor and PushTensor of
+// collective keys (group joins, instances, pieces, abort notices) and
+// collective ops in graphs reach them. Graphs, handles, step ids, keys and
+// arguments are the fuzzer's. Every request must end with a Status (a call
+// that waits is cancelled after 20 ms), never a crash, hang or sanitizer
+// report.
 //
 // Input: records of [1 byte: request kind][2 bytes little-endian: length]
-// [length bytes: the request].
+// [length bytes: the request]. Kinds 248..255 are PushTensor; any other
+// kind k is request k % 7 of the list above.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,8 +41,17 @@ class NoPeers : public WorkerCacheInterface {
 
 struct Task {
   NoPeers peers;
-  fuzz::FuzzWorker task{&peers};
+  fuzz::FuzzWorker task{&peers, /*with_collectives=*/true};
 };
+
+// fuzz::Call; with WORKER_RPC_FUZZER_VERBOSE set, each call's status goes
+// to stderr (to check that seeds reach what they mean to).
+template <typename Start>
+void Call(CallOptions* opts, Start start) {
+  absl::Status s = fuzz::Call(opts, std::move(start));
+  static const bool verbose = std::getenv("WORKER_RPC_FUZZER_VERBOSE") != nullptr;
+  if (verbose) std::fprintf(stderr, "worker_rpc_fuzzer: %s\n", s.ToString().c_str());
+}
 
 }  // namespace
 }  // namespace distributed
@@ -51,7 +67,6 @@ void RunInput(const uint8_t* data, size_t size) {
   if (size > (1 << 15)) return;
   Task t;
   auto& task = t.task;
-  using fuzz::Call;
   {
     CreateWorkerSessionRequest req;
     req.set_session_handle("s");
@@ -63,6 +78,16 @@ void RunInput(const uint8_t* data, size_t size) {
   fuzz::ForEachRecord(data, size, [&](uint8_t kind, absl::string_view bytes) {
     using fuzz::Decode;
     Worker* w = task.worker.get();
+    if (kind >= 248) {
+      PushTensorRequest req;
+      PushTensorResponse resp;
+      if (!Decode(bytes, &req)) return;
+      // As the gRPC handler decodes it (grpc_services.cc).
+      absl::StatusOr<Tensor> value = Tensor::FromProto(req.tensor());
+      if (!value.ok()) return;
+      Call(nullptr, [&](StatusCallback d) { w->PushTensorAsync(req.rendezvous_key(), *value, d); });
+      return;
+    }
     switch (kind % 7) {
       case 0: {
         CreateWorkerSessionRequest req;
