@@ -147,8 +147,7 @@ RendezvousMgr::RendezvousMgr(std::string task, const DeviceMgr* device_mgr,
                              WorkerCacheInterface* worker_cache)
     : task_(std::move(task)), device_mgr_(device_mgr), worker_cache_(worker_cache) {}
 
-absl::StatusOr<std::shared_ptr<RemoteRendezvous>> RendezvousMgr::Find(int64_t step_id) {
-  std::lock_guard<std::mutex> l(mu_);
+absl::StatusOr<std::shared_ptr<RemoteRendezvous>> RendezvousMgr::FindLocked(int64_t step_id) {
   auto it = table_.find(step_id);
   if (it != table_.end()) return it->second;
   if (cleaned_.count(step_id)) {
@@ -157,6 +156,27 @@ absl::StatusOr<std::shared_ptr<RemoteRendezvous>> RendezvousMgr::Find(int64_t st
   auto r = std::make_shared<RemoteRendezvous>(step_id, task_, device_mgr_, worker_cache_);
   table_[step_id] = r;
   return r;
+}
+
+absl::StatusOr<std::shared_ptr<RemoteRendezvous>> RendezvousMgr::Find(int64_t step_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto r = FindLocked(step_id);
+  if (r.ok()) (*r)->claimed_ = true;
+  return r;
+}
+
+absl::StatusOr<std::shared_ptr<RemoteRendezvous>> RendezvousMgr::FindForServe(int64_t step_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto r = FindLocked(step_id);
+  if (r.ok()) ++(*r)->serving_;
+  return r;
+}
+
+void RendezvousMgr::EndServe(const std::shared_ptr<RemoteRendezvous>& r) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (--r->serving_ > 0 || r->claimed_) return;
+  auto it = table_.find(r->step_id());
+  if (it != table_.end() && it->second == r) table_.erase(it);
 }
 
 void RendezvousMgr::Cleanup(int64_t step_id, const absl::Status& status) {

@@ -64,15 +64,30 @@ class RemoteRendezvous : public Rendezvous, public std::enable_shared_from_this<
   absl::Status abort_status_;
   int64_t next_call_id_ = 0;
   absl::flat_hash_map<int64_t, std::shared_ptr<CallOptions>> active_calls_;
+
+  // Guarded by the RendezvousMgr's mu_: whether this task's RunGraph took
+  // the step, and how many peers' RecvTensor calls are being served.
+  friend class RendezvousMgr;
+  bool claimed_ = false;
+  int serving_ = 0;
 };
 
 class RendezvousMgr {
  public:
   RendezvousMgr(std::string task, const DeviceMgr* device_mgr, WorkerCacheInterface* worker_cache);
 
-  // The step's rendezvous, created if needed. Aborted if the step was
-  // already cleaned up on this task (a late RecvTensor).
+  // The step's rendezvous for this task's RunGraph, created if needed.
+  // Aborted if the step was already cleaned up on this task.
   absl::StatusOr<std::shared_ptr<RemoteRendezvous>> Find(int64_t step_id);
+  // The step's rendezvous for serving a peer's RecvTensor, created if
+  // needed (the peer may ask before this task's RunGraph comes); Aborted
+  // if the step was cleaned up (a late RecvTensor). Pair with EndServe once
+  // the call ends: a step that no RunGraph took is dropped when its last
+  // served call ends, so calls for steps this task never runs (a stale or
+  // bad key, a master that died before the step reached this task) leave
+  // nothing behind.
+  absl::StatusOr<std::shared_ptr<RemoteRendezvous>> FindForServe(int64_t step_id);
+  void EndServe(const std::shared_ptr<RemoteRendezvous>& r);
   // Aborts the step's rendezvous with `status` and forgets it.
   void Cleanup(int64_t step_id, const absl::Status& status);
   void CleanupAll(const absl::Status& status);
@@ -80,6 +95,7 @@ class RendezvousMgr {
 
  private:
   static constexpr size_t kRememberCleaned = 4096;
+  absl::StatusOr<std::shared_ptr<RemoteRendezvous>> FindLocked(int64_t step_id);
   const std::string task_;
   const DeviceMgr* const device_mgr_;
   WorkerCacheInterface* const worker_cache_;

@@ -310,21 +310,22 @@ void Worker::RecvTensorAsync(CallOptions* opts, const RecvTensorRequest& request
     done(key.status());
     return;
   }
-  auto rendezvous = rendezvous_mgr_.Find(request.step_id());
+  auto rendezvous = rendezvous_mgr_.FindForServe(request.step_id());
   if (!rendezvous.ok()) {
     done(rendezvous.status());
     return;
   }
-  (*rendezvous)
-      ->ServeRecv(
-          *key, opts,
-          [response, done = std::move(done)](const absl::Status& s, const Tensor& v, bool dead) {
-            if (s.ok()) {
-              response->tensor = v;
-              response->is_dead = dead;
-            }
-            done(s);
-          });
+  std::shared_ptr<RemoteRendezvous> r = *rendezvous;
+  r->ServeRecv(*key, opts,
+               [this, r, response, done = std::move(done)](const absl::Status& s, const Tensor& v,
+                                                           bool dead) {
+                 if (s.ok()) {
+                   response->tensor = v;
+                   response->is_dead = dead;
+                 }
+                 rendezvous_mgr_.EndServe(r);
+                 done(s);
+               });
 }
 
 }  // namespace distributed

@@ -54,6 +54,8 @@ class Worker : public WorkerInterface {
 
   // Sessions open now.
   int64_t num_sessions();
+  // Steps whose rendezvous this task holds (RendezvousMgr::num_steps).
+  size_t num_rendezvous() { return rendezvous_mgr_.num_steps(); }
 
   // Aborts every running step (server shutdown).
   void AbortAll(const absl::Status& status);

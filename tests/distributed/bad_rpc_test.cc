@@ -19,11 +19,13 @@
 #include "distributed/rpc/grpc_session.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/grpc_worker_client.h"
+#include "distributed/worker.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "kernels/framework/rendezvous.h"
 #include "runtime/session.h"
 #include "util/notification.h"
 
@@ -147,6 +149,41 @@ TEST_F(BadRpcTest, MalformedRendezvousKeyIsInvalidArgument) {
   }
   grpc::Status s = reader->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  ExpectStillServing();
+}
+
+// RecvTensor calls for steps this task never runs leave nothing behind:
+// one refused at once (a stale incarnation), one that waited until its
+// caller gave up. A step this task's RunGraph took stays until cleaned up.
+TEST_F(BadRpcTest, RecvTensorForAStepNeverRunLeavesNoRendezvous) {
+  GrpcServer* server = cluster_->server("worker", 0);
+  Worker* worker = server->worker();
+  const std::string dev = "/job:worker/replica:0/task:0/device:CPU:0";
+  auto device = server->device_mgr()->Lookup(dev);
+  ASSERT_TRUE(device.ok()) << device.status();
+  const uint64_t incarnation = (*device)->incarnation();
+  auto recv = [&](int64_t step, uint64_t inc, CallOptions* opts) {
+    RecvTensorRequest req;
+    req.set_step_id(step);
+    req.set_rendezvous_key(Rendezvous::CreateKey(dev, inc, dev, "edge_1_x", {0, 0}));
+    RecvTensorResult result;
+    std::promise<absl::Status> p;
+    worker->RecvTensorAsync(opts, req, &result, [&p](const absl::Status& s) { p.set_value(s); });
+    if (opts != nullptr) {
+      EXPECT_EQ(worker->num_rendezvous(), 1u);  // waiting
+      opts->StartCancel();
+    }
+    auto f = p.get_future();
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    return f.get();
+  };
+  absl::Status s = recv(1001, incarnation + 1, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_EQ(worker->num_rendezvous(), 0u);
+  CallOptions opts;
+  s = recv(1002, incarnation, &opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_EQ(worker->num_rendezvous(), 0u);
   ExpectStillServing();
 }
 
