@@ -9,6 +9,11 @@
 //    the input that was taken, value_index: input i gets
 //    Switch(dy, value_index == i)'s true output, dead for the others, which
 //    keeps the gradients of the branch not taken from running.
+//  - _SwitchN(data, index) -> N outputs (what Case and StatelessCase lower
+//    to): as Switch, with N branches. The gradient of `data` is an N-input
+//    Merge of the outputs' gradients; a branch without one gets zeros routed
+//    by the same index (which also covers an index out of range: both
+//    _SwitchN take the last output). `index` gets none.
 // Tensors from outside a branch must enter it through a Switch (tf.cond's
 // rule): an op of a branch that also reads an outside tensor directly would
 // send a dead gradient to it. Whole loops are differentiated elsewhere
@@ -43,6 +48,37 @@ Outs SwitchGrad(const Scope& s, const Operation& op, const std::vector<Output>& 
   return std::vector<Output>{merged[0], Output()};
 }
 
+Outs SwitchNGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
+  const int n = op.num_outputs();
+  std::vector<Output> branches(static_cast<size_t>(n));
+  bool any = false, all = true;
+  for (int i = 0; i < n; ++i) {
+    const bool has = static_cast<size_t>(i) < dy.size() && dy[i].node() != nullptr;
+    if (has) branches[static_cast<size_t>(i)] = dy[i];
+    any = any || has;
+    all = all && has;
+  }
+  if (!any) return std::vector<Output>{Output(), Output()};
+  if (!all) {
+    std::vector<Output> zeros = Op(s, "_SwitchN")
+                                    .In(ZerosLike(s, InputOf(op, 0)))
+                                    .In(InputOf(op, 1))
+                                    .Attr("num_outs", AInt(n))
+                                    .Outs();
+    if (zeros.size() != static_cast<size_t>(n)) {
+      return absl::InternalError("_SwitchN of zeros failed to build");
+    }
+    for (int i = 0; i < n; ++i) {
+      if (branches[static_cast<size_t>(i)].node() == nullptr) {
+        branches[static_cast<size_t>(i)] = zeros[static_cast<size_t>(i)];
+      }
+    }
+  }
+  std::vector<Output> merged = Op(s, "Merge").InList(InputList(branches)).Outs();
+  if (merged.empty()) return absl::InternalError("Merge of the branch gradients failed to build");
+  return std::vector<Output>{merged[0], Output()};
+}
+
 Outs MergeGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
   const int n = op.node()->num_inputs();
   std::vector<Output> out(static_cast<size_t>(n));
@@ -61,6 +97,7 @@ Outs MergeGrad(const Scope& s, const Operation& op, const std::vector<Output>& d
 
 void RegisterControlFlowGradients(GradientRegistry& r) {
   r.AddDense("Switch", SwitchGrad);
+  r.AddDense("_SwitchN", SwitchNGrad);
   r.AddDense("Merge", MergeGrad);
 }
 

@@ -7,11 +7,15 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "client/client_session.h"
+#include "client/graph_import.h"
 #include "client/train/gradient_checker.h"
 #include "client/train/ops_internal.h"
+#include "client/train/optimizers.h"
 #include "client/variables.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "graph/ops/all_ops.h"
 #include "gtest/gtest.h"
 
@@ -317,6 +321,91 @@ TEST(GradientsTest, ThroughSwitchAndMerge) {
   auto loop = AddSymbolicGradients(s, {internal::Square(s, entered)}, {x}, {});
   EXPECT_EQ(loop.status().code(), absl::StatusCode::kUnimplemented) << loop.status();
   EXPECT_THAT(loop.status().message(), HasSubstr("'loop_enter'"));
+}
+
+// TensorFlow's tf.switch_case, as a TF 2 graph holds it: a Case over three
+// library functions, lowered at import to _SwitchN and Merge.
+//   y = [x * w, w * w, x][i]  (the last branch for an index out of range)
+// dy/dx = w, 0, 1 and dy/dw = x, 2w, 0: a branch that does not read an
+// input gets zeros routed by the same index. Then w is trained through the
+// Case by gradient descent on (y - 3)^2, the imported `w` mapped to a
+// variable's read; each step is checked against the closed form, and a step
+// through the branch without w leaves it unchanged.
+TEST(GradientsTest, ThroughImportedTensorFlowCase) {
+  tensorflow::GraphDef def;
+  const std::string arg = R"(input_arg { name: "x" type: DT_DOUBLE }
+                             input_arg { name: "w" type: DT_DOUBLE }
+                             output_arg { name: "y" type: DT_DOUBLE })";
+  const std::string text = absl::StrReplaceAll(R"(
+node { name: "i" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_DOUBLE } } }
+node { name: "w" op: "Placeholder" attr { key: "dtype" value { type: DT_DOUBLE } } }
+node { name: "y" op: "StatelessCase" input: "i" input: "x" input: "w"
+       attr { key: "Tin" value { list { type: DT_DOUBLE type: DT_DOUBLE } } }
+       attr { key: "Tout" value { list { type: DT_DOUBLE } } }
+       attr { key: "branches" value { list { func { name: "xw" } func { name: "ww" }
+                                            func { name: "x_only" } } } } }
+library {
+  function { signature { name: "xw" ARGS }
+    node_def { name: "m" op: "Mul" input: "x" input: "w" attr { key: "T" value { type: DT_DOUBLE } } }
+    ret { key: "y" value: "m:z:0" } }
+  function { signature { name: "ww" ARGS }
+    node_def { name: "m" op: "Mul" input: "w" input: "w" attr { key: "T" value { type: DT_DOUBLE } } }
+    ret { key: "y" value: "m:z:0" } }
+  function { signature { name: "x_only" ARGS }
+    node_def { name: "id" op: "Identity" input: "x" attr { key: "T" value { type: DT_DOUBLE } } }
+    ret { key: "y" value: "id:output:0" } }
+}
+versions { producer: 1395 min_consumer: 12 })",
+                                               {{"ARGS", arg}});
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &def));
+  {
+    Scope s = Scope::NewRootScope();
+    auto g = ImportGraphDef(s, def);
+    ASSERT_TRUE(g.ok()) << g.status();
+    Output i = *g->Tensor("i"), x = *g->Tensor("x"), w = *g->Tensor("w"), y = *g->Tensor("y");
+    auto d = AddSymbolicGradients(s, {y}, {x, w}, {});
+    ASSERT_TRUE(d.ok()) << d.status();
+    ClientSession session(s);
+    const double xv = 1.5, wv = -2.0;
+    for (int32_t k : {0, 1, 2, 7, -1}) {
+      auto r = session.Run({{i, Tensor::Scalar<int32_t>(k)},
+                            {x, Tensor::Scalar<double>(xv)},
+                            {w, Tensor::Scalar<double>(wv)}},
+                           {y, (*d)[0], (*d)[1]});
+      ASSERT_TRUE(r.ok()) << r.status();
+      const int b = k == 0 || k == 1 ? k : 2;
+      EXPECT_EQ((*r)[0].scalar<double>(), b == 0 ? xv * wv : b == 1 ? wv * wv : xv) << k;
+      EXPECT_EQ((*r)[1].scalar<double>(), b == 0 ? wv : b == 1 ? 0 : 1) << "dy/dx, i=" << k;
+      EXPECT_EQ((*r)[2].scalar<double>(), b == 0 ? xv : b == 1 ? 2 * wv : 0) << "dy/dw, i=" << k;
+    }
+  }
+  Scope s = Scope::NewRootScope();
+  Variable w(s.WithOpName("w_var"), PartialShape({}), DT_DOUBLE,
+             init::Constant(Tensor::Scalar<double>(0.5)));
+  auto g = ImportGraphDef(s, def, "import", {{"w", w.Read()}});
+  ASSERT_TRUE(g.ok()) << g.status();
+  Output i = *g->Tensor("i"), x = *g->Tensor("x");
+  Output loss = internal::Square(s, internal::Sub(s, *g->Tensor("y"), 3.0));
+  GradientDescentOptimizer opt(0.05);
+  auto train = opt.Minimize(s, loss, {w});
+  ASSERT_TRUE(train.ok()) << train.status();
+  ClientSession session(s);
+  ASSERT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(s)}).ok());
+  double wv = 0.5;
+  const double xv = 2.0;
+  for (int32_t k : {0, 1, 2, 0, 1}) {
+    const double y = k == 0 ? xv * wv : k == 1 ? wv * wv : xv;
+    const double dw = k == 0 ? xv : k == 1 ? 2 * wv : 0;
+    auto out = session.Run({{i, Tensor::Scalar<int32_t>(k)}, {x, Tensor::Scalar<double>(xv)}},
+                           {loss}, {*train});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_NEAR((*out)[0].scalar<double>(), (y - 3) * (y - 3), 1e-12) << "branch " << k;
+    wv -= 0.05 * 2 * (y - 3) * dw;
+    auto now = session.Run({w.Read()});
+    ASSERT_TRUE(now.ok()) << now.status();
+    EXPECT_NEAR((*now)[0].scalar<double>(), wv, 1e-12) << "after branch " << k;
+  }
 }
 
 // Resource variables: ReadVariableOp passes the gradient to the handle;
