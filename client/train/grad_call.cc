@@ -14,9 +14,17 @@
 // body's gradient is built (grad_while.h's CurrentTraversal): the copy's
 // nodes are part of that gradient, so they move into the backprop frame,
 // where they read the call's inputs popped from the forward loop's stacks,
-// and the copy is differentiated as body. A function with a loop of its
-// own, called in a loop body, is Unimplemented (its copy would be a loop
-// nested in the backprop loop that neither side builds).
+// and the copy is differentiated as body.
+// A function with a loop of its own (at any depth of the functions it
+// calls), called in a loop body, is differentiated as TensorFlow
+// differentiates any call: through a gradient function. Its copy would be
+// a loop nested in the backprop loop that neither side builds, so the
+// gradient is built once in a graph of its own instead, where that loop is
+// at the top level: the body inlined on placeholders for the call's inputs,
+// differentiated with placeholders for the outputs' gradients, and stored
+// in the library as a `_noinline` function `<f>_grad`, (inputs...,
+// output gradients...) -> input gradients. The backprop frame calls it as a
+// call frame, on the call's inputs popped there like any forward value.
 // The copy computes the forward values again (as tf.recompute_grad does),
 // so the function must have no side effects: a body, or a function it
 // calls, with a stateful op other than creating or reading a resource
@@ -100,6 +108,164 @@ absl::Status CheckRecomputable(const tensorflow::FunctionDefLibrary& lib, const 
   return absl::OkStatus();
 }
 
+// True when function `name`, or one it calls, has a loop (a functional
+// While, or a v1 frame's Enter).
+bool HasLoop(const tensorflow::FunctionDefLibrary& lib, const std::string& name,
+             absl::flat_hash_set<std::string>* seen) {
+  if (!seen->insert(name).second) return false;
+  const tensorflow::FunctionDef* f = FindFunction(lib, name);
+  if (f == nullptr) return false;
+  for (const tensorflow::NodeDef& n : f->node_def()) {
+    if (n.op() == "While" || n.op() == "StatelessWhile" || n.op() == "Enter") return true;
+    if (FindFunction(lib, n.op()) != nullptr && HasLoop(lib, n.op(), seen)) return true;
+    for (const auto& [attr, v] : n.attr()) {
+      if (v.has_func() && HasLoop(lib, v.func().name(), seen)) return true;
+      for (const auto& fn : v.list().func()) {
+        if (HasLoop(lib, fn.name(), seen)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// A GraphDef of one call of `call`'s function, inlined, on placeholders
+// "arg<i>" (the call's inputs).
+tensorflow::GraphDef OneInlinedCall(const Graph& g, const Node* call) {
+  tensorflow::GraphDef def;
+  *def.mutable_library() = g.library();
+  tensorflow::NodeDef* c = def.add_node();
+  c->set_name("call");
+  c->set_op(call->op());
+  for (const auto& [name, v] : call->def().attr()) (*c->mutable_attr())[name] = v;
+  (*c->mutable_attr())[kInlineAttr].set_b(true);
+  for (int i = 0; i < call->num_inputs(); ++i) {
+    const std::string arg = absl::StrCat("arg", i);
+    tensorflow::NodeDef* p = def.add_node();
+    p->set_name(arg);
+    p->set_op("Placeholder");
+    (*p->mutable_attr())["dtype"].set_type(
+        static_cast<tensorflow::DataType>(BaseType(call->input_type(i))));
+    c->add_input(arg);
+  }
+  return def;
+}
+
+// The gradient of a call as a function of its own (see the top): adds
+// `<f>_grad` (and any function its building adds) to the library of
+// `s`'s graph and returns a call of it on `xs` and `grad_ys`, the
+// gradients of outputs `outs`; one Output per input, null where none.
+Outs CallThroughGradientFunction(const Scope& s, const Node* call, const std::string& fname,
+                                 const std::vector<Output>& xs, const std::vector<int>& outs,
+                                 const std::vector<Output>& grad_ys,
+                                 const GradientOptions& options) {
+  Graph* g = s.graph();
+  const int n_in = call->num_inputs();
+  tensorflow::GraphDef def = OneInlinedCall(*g, call);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    tensorflow::NodeDef* p = def.add_node();
+    p->set_name(absl::StrCat("dy", k));
+    p->set_op("Placeholder");
+    (*p->mutable_attr())["dtype"].set_type(
+        static_cast<tensorflow::DataType>(BaseType(grad_ys[k].type())));
+  }
+  Scope fs = Scope::NewRootScope();
+  GR_ASSIGN_OR_RETURN(ImportedGraph copy, ImportGraphDef(fs, def, ""));
+  std::vector<Output> fx, fy, fdy;
+  for (int i = 0; i < n_in; ++i) {
+    GR_ASSIGN_OR_RETURN(Output x, copy.Tensor(absl::StrCat("arg", i)));
+    fx.push_back(x);
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    GR_ASSIGN_OR_RETURN(Output y, copy.Tensor(absl::StrCat("call:", outs[k])));
+    GR_ASSIGN_OR_RETURN(Output d, copy.Tensor(absl::StrCat("dy", k)));
+    fy.push_back(y);
+    fdy.push_back(d);
+  }
+  GR_ASSIGN_OR_RETURN(std::vector<Gradient> grads, ComputeGradients(fs, fy, fx, fdy, options));
+  std::vector<Output> dx(static_cast<size_t>(n_in));
+  for (int i = 0; i < n_in; ++i) {
+    const Gradient& d = grads[static_cast<size_t>(i)];
+    if (!d.is_null()) dx[static_cast<size_t>(i)] = ToDense(fs, d);
+  }
+  if (!fs.ok()) return fs.status();
+
+  // The graph as a function: placeholders become arguments, the gradients
+  // its results. Body inputs keep the graph's "node:index" form.
+  std::string name = fname + "_grad";
+  for (int k = 2; FindFunction(g->library(), name) != nullptr; ++k) {
+    name = absl::StrCat(fname, "_grad_", k);
+  }
+  tensorflow::GraphDef body;
+  fs.graph()->ToGraphDef(&body);
+  tensorflow::FunctionDef fd;
+  tensorflow::OpDef* sig = fd.mutable_signature();
+  sig->set_name(name);
+  sig->set_is_stateful(true);
+  (*fd.mutable_attr())[kNoInlineAttr].set_b(true);
+  absl::flat_hash_set<std::string> args;
+  std::vector<DataType> tin, tout;
+  auto add_arg = [&](const std::string& arg, DataType t) {
+    tensorflow::OpDef::ArgDef* a = sig->add_input_arg();
+    a->set_name(arg);
+    a->set_type(static_cast<tensorflow::DataType>(t));
+    args.insert(arg);
+    tin.push_back(t);
+  };
+  for (int i = 0; i < n_in; ++i) add_arg(absl::StrCat("arg", i), BaseType(call->input_type(i)));
+  for (size_t k = 0; k < outs.size(); ++k) {
+    add_arg(absl::StrCat("dy", k), BaseType(grad_ys[k].type()));
+  }
+  for (const tensorflow::NodeDef& n : body.node()) {
+    if (args.contains(n.name())) continue;
+    tensorflow::NodeDef* b = fd.add_node_def();
+    *b = n;
+    b->clear_device();
+  }
+  std::vector<int> result_of;  // input -> result index, or -1
+  for (int i = 0; i < n_in; ++i) {
+    const Output& d = dx[static_cast<size_t>(i)];
+    if (d.node() == nullptr) {
+      result_of.push_back(-1);
+      continue;
+    }
+    result_of.push_back(static_cast<int>(tout.size()));
+    const std::string ret = absl::StrCat("dx", i);
+    tensorflow::OpDef::ArgDef* a = sig->add_output_arg();
+    a->set_name(ret);
+    a->set_type(static_cast<tensorflow::DataType>(BaseType(d.type())));
+    tout.push_back(BaseType(d.type()));
+    (*fd.mutable_ret())[ret] =
+        d.index() == 0 ? d.node()->name() : absl::StrCat(d.node()->name(), ":", d.index());
+  }
+  std::vector<Output> out(static_cast<size_t>(n_in));
+  if (tout.empty()) return out;
+  // Functions the gradient's building added (gradient functions of calls
+  // in this body), then this one.
+  for (const tensorflow::FunctionDef& f : fs.graph()->library().function()) {
+    if (FindFunction(g->library(), f.signature().name()) == nullptr) {
+      *g->mutable_library()->add_function() = f;
+    }
+  }
+  *g->mutable_library()->add_function() = std::move(fd);
+
+  std::vector<Input> in(xs.begin(), xs.end());
+  in.insert(in.end(), grad_ys.begin(), grad_ys.end());
+  tensorflow::AttrValue f;
+  f.mutable_func()->set_name(name);
+  Operation gc = Op(s.WithOpName(absl::StrCat(call->name(), "_grad")), "StatefulPartitionedCall")
+                     .InList(InputList(in))
+                     .Attr("Tin", client::internal::AttrTypeList(tin))
+                     .Attr("Tout", client::internal::AttrTypeList(tout))
+                     .Attr("f", f)
+                     .Build();
+  if (!s.ok()) return s.status();
+  for (int i = 0; i < n_in; ++i) {
+    const int r = result_of[static_cast<size_t>(i)];
+    if (r >= 0) out[static_cast<size_t>(i)] = Output(gc, r);
+  }
+  return out;
+}
+
 Outs CallGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy) {
   Node* call = op.node();
   const int n_in = call->num_inputs(), n_out = call->num_outputs();
@@ -122,26 +288,19 @@ Outs CallGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy
   absl::flat_hash_set<std::string> seen;
   GR_RETURN_IF_ERROR(CheckRecomputable(g->library(), g->op_registry(), fname, call->name(), &seen));
 
-  // One call of the function on placeholders, inlined on import.
-  tensorflow::GraphDef def;
-  *def.mutable_library() = g->library();
-  tensorflow::NodeDef* c = def.add_node();
-  c->set_name("call");
-  c->set_op(call->op());
-  for (const auto& [name, v] : attrs) (*c->mutable_attr())[name] = v;
-  (*c->mutable_attr())[kInlineAttr].set_b(true);
+  const loop_grad::Traversal* t = loop_grad::CurrentTraversal();
+  if (t != nullptr && t->graph != g) t = nullptr;  // (a traversal of another graph)
+  const bool in_body = t != nullptr && t->body_frame != nullptr;
+  // The caller's options (its registry), but null for unconnected inputs.
+  GradientOptions options = t != nullptr && t->options != nullptr ? *t->options : GradientOptions();
+  options.unconnected_zeros = false;
+
   absl::flat_hash_map<std::string, Output> input_map;
   std::vector<Output> xs;
   for (int i = 0; i < n_in; ++i) {
     const Edge* e = call->input_edge(i);
     if (e == nullptr) return absl::InternalError("a call input without an edge");
     const std::string arg = absl::StrCat("arg", i);
-    tensorflow::NodeDef* p = def.add_node();
-    p->set_name(arg);
-    p->set_op("Placeholder");
-    (*p->mutable_attr())["dtype"].set_type(
-        static_cast<tensorflow::DataType>(BaseType(call->input_type(i))));
-    c->add_input(arg);
     // A fresh Identity per input, differentiated instead of the input
     // itself: two inputs that are the same tensor, or one computed from
     // the other, would otherwise count a path twice (the traversal would
@@ -152,26 +311,20 @@ Outs CallGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy
                      : Identity(s.NewSubScope(arg), x));
     input_map[arg] = xs.back();
   }
-  const int first = g->num_node_ids();
-  GR_ASSIGN_OR_RETURN(ImportedGraph copy, ImportGraphDef(s, def, "recompute", input_map));
-  // In a loop body, the copy is part of the body's gradient: it runs in the
+  absl::flat_hash_set<std::string> looked;
+  if (in_body && HasLoop(g->library(), fname, &looked)) {
+    std::vector<int> outs;
+    for (int i = 0; i < n_out && i < static_cast<int>(dy.size()); ++i) {
+      if (dy[i].node() != nullptr) outs.push_back(i);
+    }
+    return CallThroughGradientFunction(s, call, fname, xs, outs, grad_ys, options);
+  }
+  // One call of the function on the call's inputs, inlined on import. In a
+  // loop body, the copy is part of the body's gradient: it runs in the
   // backprop frame on the call's inputs (popped there like any forward
   // value the gradient reads), and is differentiated as body.
-  const loop_grad::Traversal* t = loop_grad::CurrentTraversal();
-  if (t != nullptr && t->graph != g) t = nullptr;  // (a traversal of another graph)
-  const bool in_body = t != nullptr && t->body_frame != nullptr;
-  if (in_body) {
-    for (int id = first; id < g->num_node_ids(); ++id) {
-      const Node* n = g->FindNodeId(id);
-      if (n != nullptr && n->IsEnter()) {
-        return absl::UnimplementedError(
-            absl::StrCat("gradients: node '", call->name(), "' runs function '", fname,
-                         "' as a call frame inside the loop '", *t->body_frame,
-                         "', and the function has a loop of its own ('", n->name(),
-                         "'): inline the function to differentiate it"));
-      }
-    }
-  }
+  GR_ASSIGN_OR_RETURN(ImportedGraph copy,
+                      ImportGraphDef(s, OneInlinedCall(*g, call), "recompute", input_map));
   size_t k = 0;
   for (int i = 0; i < n_out && i < static_cast<int>(dy.size()); ++i) {
     if (dy[i].node() == nullptr) continue;
@@ -179,9 +332,6 @@ Outs CallGrad(const Scope& s, const Operation& op, const std::vector<Output>& dy
     ++k;
   }
   if (!s.ok()) return s.status();
-  // The caller's options (its registry), but null for unconnected inputs.
-  GradientOptions options = t != nullptr && t->options != nullptr ? *t->options : GradientOptions();
-  options.unconnected_zeros = false;
   std::vector<Gradient> grads;
   if (in_body) {
     GR_ASSIGN_OR_RETURN(grads, loop_grad::ComputeBodyGradients(s, ys, xs, grad_ys, options,

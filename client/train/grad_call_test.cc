@@ -20,6 +20,18 @@ namespace {
 
 using ::testing::HasSubstr;
 
+const tensorflow::FunctionDef* FindFunction(const tensorflow::FunctionDefLibrary& lib,
+                                            const std::string& name) {
+  for (const auto& f : lib.function()) {
+    if (f.signature().name() == name) return &f;
+  }
+  return nullptr;
+}
+const tensorflow::FunctionDef* FindFunction(const tensorflow::GraphDef& def,
+                                            const std::string& name) {
+  return FindFunction(def.library(), name);
+}
+
 // Adds mul(a, b) = a b, a `_noinline` function, to `def`'s library.
 void AddMulFunction(tensorflow::GraphDef* def) {
   ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString(
@@ -423,10 +435,16 @@ TEST(CallFrameGradientTest, CallInsideALoopBody) {
   }
 }
 
-// A call frame in a loop body whose function has a loop of its own:
-// Unimplemented naming the call, the function and the loop (the recomputed
-// copy would be a loop nested in the backprop loop, built on neither side).
-TEST(CallFrameGradientTest, LoopInACallInALoopIsUnimplemented) {
+// A call frame in a loop body whose function has a loop of its own: the
+// gradient runs through the function's gradient function, a call frame in
+// the backprop loop. Three outer iterations, each x <- f(x, 1):
+//  - doubling (tools/testdata/noinline_call.pbtxt): y = 8 x0, dy/dx0 = 8;
+//  - squaring (a loop of k squarings, here one): y = x0^8, dy/dx0 = 8 x0^7,
+//    which reads each iteration's x, popped in the mirroring backprop one.
+class LoopInACallInALoopTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(LoopInACallInALoopTest, DifferentiatesThroughAGradientFunction) {
+  const bool squaring = GetParam();
   auto def = ReadGraphDefFile(std::string(std::getenv("TEST_SRCDIR")) +
                               "/graphrun/tools/testdata/noinline_call.pbtxt");
   ASSERT_TRUE(def.ok()) << def.status();
@@ -558,23 +576,39 @@ TEST(CallFrameGradientTest, LoopInACallInALoopIsUnimplemented) {
         }
       )pb",
       &*def));
+  if (squaring) {
+    // squaring(a, k): doubling's loop with acc * acc for acc + acc.
+    for (auto& f : *def->mutable_library()->mutable_function()) {
+      if (f.signature().name() == "twice_each") f.mutable_node_def(2)->set_op("squaring");
+    }
+    tensorflow::FunctionDef sq = *FindFunction(*def, "doubling");
+    sq.mutable_signature()->set_name("squaring");
+    (*sq.mutable_node_def(1)->mutable_attr())["body"].mutable_func()->set_name("sq_body");
+    tensorflow::FunctionDef body = *FindFunction(*def, "loop_body");
+    body.mutable_signature()->set_name("sq_body");
+    body.mutable_node_def(2)->set_op("Mul");
+    *def->mutable_library()->add_function() = sq;
+    *def->mutable_library()->add_function() = body;
+  }
   Scope s = Scope::NewRootScope();
   auto g = ImportGraphDef(s, *def);
   ASSERT_TRUE(g.ok()) << g.status();
   Output x0 = *g->Tensor("x0"), y = *g->Tensor("outer:1");
-  {
-    ClientSession session(s);
-    auto out = session.Run({{x0, Tensor::Scalar<float>(1.5f)}}, {y});
-    ASSERT_TRUE(out.ok()) << out.status();
-    EXPECT_EQ((*out)[0].scalar<float>(), 12.0f);  // three doublings
-  }
   auto grads = AddSymbolicGradients(s, {y}, {x0}, {});
-  ASSERT_FALSE(grads.ok());
-  EXPECT_EQ(grads.status().code(), absl::StatusCode::kUnimplemented) << grads.status();
-  EXPECT_THAT(grads.status().message(), HasSubstr("runs function 'doubling' as a call frame"));
-  EXPECT_THAT(grads.status().message(), HasSubstr("inside the loop 'import/outer'"));
-  EXPECT_THAT(grads.status().message(), HasSubstr("has a loop of its own"));
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  ASSERT_NE(FindFunction(s.graph()->library(), squaring ? "squaring_grad" : "doubling_grad"),
+            nullptr);
+  ClientSession session(s);
+  for (float x : {1.5f, -0.5f}) {
+    auto out = session.Run({{x0, Tensor::Scalar<float>(x)}}, {y, (*grads)[0]});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const float x7 = x * x * x * x * x * x * x;
+    EXPECT_EQ((*out)[0].scalar<float>(), squaring ? x7 * x : 8 * x) << "x0=" << x;
+    EXPECT_EQ((*out)[1].scalar<float>(), squaring ? 8 * x7 : 8.0f) << "x0=" << x;
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(DoublingAndSquaring, LoopInACallInALoopTest, ::testing::Bool());
 
 // input_map: consumers of a mapped tensor read the scope's tensor instead;
 // a key naming nothing, or a tensor of another dtype, is InvalidArgument.
