@@ -4,10 +4,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_replace.h"
 #include "client/client_session.h"
 #include "client/graph_import.h"
 #include "client/ops.h"
 #include "client/train/gradients.h"
+#include "client/train/optimizers.h"
+#include "client/variables.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "graph/graph.h"
@@ -609,6 +612,109 @@ TEST_P(LoopInACallInALoopTest, DifferentiatesThroughAGradientFunction) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DoublingAndSquaring, LoopInACallInALoopTest, ::testing::Bool());
+
+// A variable read inside a call frame, as TF 2 passes captured variables:
+// the handle is a resource input of `mulw` (x -> x w^2, by a loop of its
+// own), called at the top level (y = x0 w^2) or in the body of a loop of
+// two iterations (y = x0 w^4), where the handle is a loop invariant. The
+// variable is trained by gradient descent on y; each step is checked
+// against the closed form (dy/dw = 2 x0 w, or 4 x0 w^3).
+class ResourceInACallTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ResourceInACallTest, TrainsTheVariable) {
+  const bool in_loop = GetParam();
+  const std::string loop_vars = R"(input_arg { name: "i" type: DT_INT32 }
+                                   input_arg { name: "x" type: DT_FLOAT }
+                                   input_arg { name: "h" type: DT_RESOURCE })";
+  const std::string text = absl::StrReplaceAll(
+      R"(
+node { name: "x0" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "h" op: "Placeholder" attr { key: "dtype" value { type: DT_RESOURCE } } }
+node { name: "i0" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+       attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+node { name: "outer" op: "StatelessWhile" input: "i0" input: "x0" input: "h"
+       attr { key: "T" value { list { type: DT_INT32 type: DT_FLOAT type: DT_RESOURCE } } }
+       attr { key: "cond" value { func { name: "lt2" } } }
+       attr { key: "body" value { func { name: "outer_body" } } } }
+node { name: "direct" op: "mulw" input: "x0" input: "h" }
+library {
+  function {
+    signature { name: "mulw" input_arg { name: "a" type: DT_FLOAT }
+                input_arg { name: "h" type: DT_RESOURCE } output_arg { name: "out" type: DT_FLOAT }
+                is_stateful: true }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "i0" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+    node_def { name: "loop" op: "StatelessWhile" input: "i0:output:0" input: "a" input: "h"
+      attr { key: "T" value { list { type: DT_INT32 type: DT_FLOAT type: DT_RESOURCE } } }
+      attr { key: "cond" value { func { name: "lt2" } } }
+      attr { key: "body" value { func { name: "mulw_body" } } } }
+    ret { key: "out" value: "loop:output:1" }
+  }
+  function {
+    signature { name: "lt2" LOOP_VARS output_arg { name: "go" type: DT_BOOL } }
+    node_def { name: "two" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 2 } } } }
+    node_def { name: "less" op: "Less" input: "i" input: "two:output:0"
+      attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "go" value: "less:z:0" }
+  }
+  function {
+    signature { name: "mulw_body" LOOP_VARS output_arg { name: "i2" type: DT_INT32 }
+                output_arg { name: "x2" type: DT_FLOAT } output_arg { name: "h2" type: DT_RESOURCE }
+                is_stateful: true }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+    node_def { name: "inc" op: "AddV2" input: "i" input: "one:output:0"
+      attr { key: "T" value { type: DT_INT32 } } }
+    node_def { name: "w" op: "ReadVariableOp" input: "h" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node_def { name: "m" op: "Mul" input: "x" input: "w:value:0"
+      attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "i2" value: "inc:z:0" } ret { key: "x2" value: "m:z:0" } ret { key: "h2" value: "h" }
+  }
+  function {
+    signature { name: "outer_body" LOOP_VARS output_arg { name: "i2" type: DT_INT32 }
+                output_arg { name: "x2" type: DT_FLOAT } output_arg { name: "h2" type: DT_RESOURCE }
+                is_stateful: true }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+    node_def { name: "inc" op: "AddV2" input: "i" input: "one:output:0"
+      attr { key: "T" value { type: DT_INT32 } } }
+    node_def { name: "call" op: "mulw" input: "x" input: "h" }
+    ret { key: "i2" value: "inc:z:0" } ret { key: "x2" value: "call:out:0" } ret { key: "h2" value: "h" }
+  }
+}
+versions { producer: 1395 min_consumer: 12 })",
+      {{"LOOP_VARS", loop_vars}});
+  tensorflow::GraphDef def;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &def));
+  Scope s = Scope::NewRootScope();
+  Variable w(s.WithOpName("w"), PartialShape({}), DT_FLOAT,
+             init::Constant(Tensor::Scalar<float>(1.5f)));
+  auto g = ImportGraphDef(s, def, "import", {{"h", w.handle()}});
+  ASSERT_TRUE(g.ok()) << g.status();
+  Output x0 = *g->Tensor("x0");
+  Output y = *g->Tensor(in_loop ? "outer:1" : "direct");
+  GradientDescentOptimizer opt(0.01);
+  auto train = opt.Minimize(s, y, {w});
+  ASSERT_TRUE(train.ok()) << train.status();
+  ClientSession session(s);
+  ASSERT_TRUE(session.Run({}, {}, {GlobalVariablesInitializer(s)}).ok());
+  float wv = 1.5f;
+  const float x = 2.0f;
+  for (int step = 0; step < 3; ++step) {
+    auto out = session.Run({{x0, Tensor::Scalar<float>(x)}}, {y}, {*train});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const float w2 = wv * wv;
+    EXPECT_FLOAT_EQ((*out)[0].scalar<float>(), in_loop ? x * w2 * w2 : x * w2) << step;
+    wv -= 0.01f * (in_loop ? 4 * x * w2 * wv : 2 * x * wv);
+    auto now = session.Run({w.Read()});
+    ASSERT_TRUE(now.ok()) << now.status();
+    EXPECT_FLOAT_EQ((*now)[0].scalar<float>(), wv) << "after step " << step;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TopLevelAndInALoop, ResourceInACallTest, ::testing::Bool());
 
 // input_map: consumers of a mapped tensor read the scope's tensor instead;
 // a key naming nothing, or a tensor of another dtype, is InvalidArgument.
