@@ -83,6 +83,50 @@ struct Dims4 {
 // y = x (dims `dims`) transposed: y's dim d is x's dim perm[d].
 cudaError_t LaunchTranspose4(const float* x, float* y, Dims4 dims, Dims4 perm, cudaStream_t stream);
 
+// Batch normalisation of x [rows, c] (NHWC), as the CPU's FusedBatchNorm:
+// in training, the batch's mean and biased variance normalise x, and the
+// outputs are the running-averaged mean and Bessel-corrected variance
+// (`factor` 1: the batch's own) and, saved for the gradient, the batch mean
+// and biased variance; in inference, in_mean and in_var normalise x and are
+// copied to all four. y = (x - mean) / sqrt(var + epsilon) * scale + offset.
+// `scratch`: BatchNormScratchFloats(rows, c) floats of device memory.
+struct BatchNormArgs {
+  const float* x = nullptr;
+  const float* scale = nullptr;
+  const float* offset = nullptr;
+  const float* in_mean = nullptr;  // may be null in training with factor 1
+  const float* in_var = nullptr;
+  float* y = nullptr;
+  float* batch_mean = nullptr;
+  float* batch_var = nullptr;
+  float* saved_mean = nullptr;
+  float* saved_var = nullptr;
+  float* scratch = nullptr;
+  int64_t rows = 0, c = 0;
+  float epsilon = 1e-4f, factor = 1.f;
+  bool training = true;
+};
+int64_t BatchNormScratchFloats(int64_t rows, int64_t c);
+cudaError_t LaunchBatchNorm(const BatchNormArgs& args, cudaStream_t stream);
+
+// The gradient, from dy and x [rows, c] and the mean and variance saved by
+// the forward pass: dx, dscale, doffset (the CPU's FusedBatchNormGrad).
+struct BatchNormGradArgs {
+  const float* dy = nullptr;
+  const float* x = nullptr;
+  const float* scale = nullptr;
+  const float* mean = nullptr;
+  const float* var = nullptr;
+  float* dx = nullptr;
+  float* dscale = nullptr;
+  float* doffset = nullptr;
+  float* scratch = nullptr;  // BatchNormScratchFloats(rows, c) floats
+  int64_t rows = 0, c = 0;
+  float epsilon = 1e-4f;
+  bool training = true;
+};
+cudaError_t LaunchBatchNormGrad(const BatchNormGradArgs& args, cudaStream_t stream);
+
 }  // namespace gpu
 }  // namespace graphrun
 

@@ -75,6 +75,9 @@ KernelFactory Factory(F make) {
 // Conv2D and its gradients, MaxPool, AvgPool and their gradients through
 // cuDNN (cudnn_kernels.cc); called by RegisterGpuKernels.
 void RegisterCudnnKernels(KernelRegistry& r);
+// FusedBatchNorm V1-V3 and their gradients (batch_norm_ops.cc); called by
+// RegisterGpuKernels.
+void RegisterGpuBatchNormKernels(KernelRegistry& r);
 
 }  // namespace graphrun
 

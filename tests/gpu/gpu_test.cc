@@ -398,6 +398,58 @@ TEST(GpuTest, PoolingMatchesTheCpu) {
   }
 }
 
+tensorflow::AttrValue Float(float f) {
+  tensorflow::AttrValue v;
+  v.set_f(f);
+  return v;
+}
+
+// FusedBatchNorm (V1, V3) and its gradient against the CPU's: training with
+// the batch's statistics (exponential_avg_factor 1, and 0.9 with running
+// statistics) and inference, channels fewer and more than a block's 32,
+// one row, and no rows (NaN statistics). The gradient reads the mean and
+// variance the CPU's forward pass saved.
+TEST(GpuTest, BatchNormMatchesTheCpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(11);
+  for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
+           {2, 4, 4, 3}, {8, 28, 28, 32}, {3, 5, 7, 65}, {1, 1, 1, 4}, {0, 3, 3, 2}}) {
+    const int64_t c = dims[3];
+    const Tensor x = Random(dims, rng), scale = Random({c}, rng, 0.5f, 2.0f),
+                 offset = Random({c}, rng), mean = Random({c}, rng),
+                 var = Random({c}, rng, 0.1f, 3.0f), empty(DT_FLOAT, TensorShape({0}));
+    for (const char* op : {"FusedBatchNorm", "FusedBatchNormV3"}) {
+      const bool v3 = std::string(op) == "FusedBatchNormV3";
+      for (int mode = 0; mode < 3; ++mode) {  // training, training 0.9, inference
+        const bool training = mode < 2;
+        std::map<std::string, tensorflow::AttrValue> attrs = {{"T", Type(DT_FLOAT)},
+                                                              {"epsilon", Float(1e-3f)},
+                                                              {"is_training", Bool(training)},
+                                                              {"data_format", Str("NHWC")}};
+        if (v3) {
+          attrs["U"] = Type(DT_FLOAT);
+          attrs["exponential_avg_factor"] = Float(mode == 1 ? 0.9f : 1.0f);
+        }
+        if (mode == 1 && !v3) continue;  // V1 has no factor
+        const bool stats = mode != 0;
+        const Case fwd{
+            op, {x, scale, offset, stats ? mean : empty, stats ? var : empty}, attrs, v3 ? 6 : 5};
+        SCOPED_TRACE(absl::StrCat(op, " mode ", mode, " ", TensorShape(dims).DebugString()));
+        Compare(fwd, dims[0] * dims[1] * dims[2] > 10000 ? 1e-3 : 1e-4);
+        auto cpu = RunOn(fwd, "/device:CPU:0");
+        ASSERT_TRUE(cpu.ok()) << cpu.status();
+        const Tensor dy = Random(dims, rng);
+        std::map<std::string, tensorflow::AttrValue> gattrs = attrs;
+        gattrs.erase("exponential_avg_factor");
+        std::vector<Tensor> in = {dy, x, scale, (*cpu)[3], (*cpu)[4]};
+        if (v3) in.push_back((*cpu)[5]);
+        Compare({v3 ? "FusedBatchNormGradV3" : "FusedBatchNormGrad", in, gattrs, 5},
+                dims[0] * dims[1] * dims[2] > 10000 ? 1e-3 : 1e-4);
+      }
+    }
+  }
+}
+
 TEST(GpuTest, OutOfGpuMemoryNamesTheNodeAndDevice) {
   REQUIRE_GPU();
   std::mt19937 rng(7);
