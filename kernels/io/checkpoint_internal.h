@@ -81,9 +81,11 @@ bool FileExists(const std::string& path);
 // True for the dtypes a checkpoint can hold: fixed-size types and strings.
 bool Storable(DataType dt);
 // A string tensor's bytes, as TensorFlow writes them: a varint64 length per
-// element, the masked CRC32C of those length bytes, then the bytes of all
-// elements.
-std::string EncodeStrings(const Tensor& t);
+// element, a masked CRC32C of the lengths (each as a 4-byte little-endian
+// integer, 8 bytes past 2^32 - 1), then the bytes of all elements. `crc`
+// gets the entry's checksum, TensorFlow's: that CRC continued over the
+// length checksum's 4 bytes and the elements' bytes (never the varints).
+std::string EncodeStrings(const Tensor& t, uint32_t* crc);
 // Decodes the bytes of entry `e` into a tensor of the entry's slice shape.
 // DataLoss (with `file`) when the bytes do not fit the entry.
 absl::StatusOr<Tensor> DecodeTensor(const BundleEntry& e, absl::string_view bytes,
@@ -123,7 +125,10 @@ bool IsTfIndex(absl::string_view bytes);
 // InvalidArgument saying what is wrong (the caller names the file).
 absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
                            std::vector<BundleEntry>* entries);
-// Decodes a string tensor in TensorFlow's layout (EncodeStrings).
+// Decodes a string tensor in TensorFlow's layout (EncodeStrings), checking
+// the length checksum and the entry's `crc32c` as TensorFlow does. Strings
+// graphrun wrote before it checksummed them so (the length checksum over
+// the varint bytes, the entry's over the raw bytes) are accepted too.
 absl::StatusOr<Tensor> DecodeTfStrings(const BundleEntry& e, absl::string_view bytes);
 
 // --- Slice geometry (checkpoint_util.cc) -----------------------------------

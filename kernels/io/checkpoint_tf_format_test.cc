@@ -197,12 +197,15 @@ TEST(TfCheckpointFormatTest, WrittenBytesDecodeAsTensorFlowDefinesThem) {
 
   // BundleEntryProto "a": dtype 1 (DT_FLOAT), shape [2,3], shard 0
   // (default, absent), offset, size 24, masked CRC32C of the bytes.
-  auto check_data = [&](const std::multimap<int, std::string>& e, uint64_t size) {
+  auto check_data = [&](const std::multimap<int, std::string>& e, uint64_t size,
+                        bool raw_crc = true) {
     uint64_t offset = e.count(4) ? std::stoull(One(e, 4)) : 0;
     EXPECT_EQ(One(e, 5), std::to_string(size));
     EXPECT_EQ(e.count(3), 0u);
     const std::string crc = One(e, 6);
-    EXPECT_EQ(Fixed32(crc, 0), Mask(checkpoint::Crc32c(0, data.data() + offset, size)));
+    if (raw_crc) {
+      EXPECT_EQ(Fixed32(crc, 0), Mask(checkpoint::Crc32c(0, data.data() + offset, size)));
+    }
     return data.substr(offset, size);
   };
   auto a = Fields(records[2].second);
@@ -213,14 +216,21 @@ TEST(TfCheckpointFormatTest, WrittenBytesDecodeAsTensorFlowDefinesThem) {
   std::memcpy(a_values, a_bytes.data(), 24);
   EXPECT_THAT(a_values, ElementsAre(1, 2, 3, 4, 5, 6));
 
-  // "s": DT_STRING (7); varint lengths 2, 1; masked CRC of those two bytes;
-  // then "xyz".
+  // "s": DT_STRING (7); varint lengths 2, 1; the masked CRC of the lengths
+  // as 4-byte little-endian integers (not of the varint bytes); then "xyz".
+  // The entry's CRC continues that CRC over the length checksum's 4 bytes
+  // and the strings' bytes (TensorFlow's WriteStringTensor).
   auto s = Fields(records[4].second);
   EXPECT_EQ(One(s, 1), "7");
-  std::string s_bytes = check_data(s, 2 + 4 + 3);
+  std::string s_bytes = check_data(s, 2 + 4 + 3, /*raw_crc=*/false);
   EXPECT_EQ(s_bytes.substr(0, 2), std::string("\x02\x01", 2));
-  EXPECT_EQ(Fixed32(s_bytes, 2), Mask(checkpoint::Crc32c(0, "\x02\x01", 2)));
+  const uint32_t lengths_crc =
+      checkpoint::Crc32c(0, std::string("\x02\0\0\0\x01\0\0\0", 8).data(), 8);
+  EXPECT_EQ(Fixed32(s_bytes, 2), Mask(lengths_crc));
   EXPECT_EQ(s_bytes.substr(6), "xyz");
+  const uint32_t entry_crc =
+      checkpoint::Crc32c(checkpoint::Crc32c(lengths_crc, s_bytes.data() + 2, 4), "xyz", 3);
+  EXPECT_EQ(Fixed32(One(s, 6), 0), Mask(entry_crc));
 
   // "p": the full tensor's entry, shape [4,3], no data, one slice (field 7)
   // whose extents are {start 2, length 2} and {} (the whole dimension).
@@ -244,13 +254,24 @@ TEST(TfCheckpointFormatTest, WrittenBytesDecodeAsTensorFlowDefinesThem) {
 }
 
 // A table as recent TensorFlow writes it, with a snappy-compressed data
-// block, made here without the writer; the reader restores from it.
+// block, made here without the writer; the reader restores from it. Its
+// string tensor is checksummed as TensorFlow's WriteStringTensor does: the
+// lengths as 4-byte little-endian integers (not their varint bytes), then
+// the entry's CRC over the length checksum and the strings' bytes.
 TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   const std::string prefix = TempDir("snappy") + "/tf.ckpt";
   // Data file: w = [0.5, -2] (float32).
   float w[2] = {0.5f, -2.0f};
   const std::string data(reinterpret_cast<const char*>(w), 8);
-  WriteAll(prefix + ".data-00000-of-00001", data);
+  // s = ["ab", "c"] after it, at offset 8.
+  const uint32_t lengths_crc =
+      checkpoint::Crc32c(0, std::string("\x02\0\0\0\x01\0\0\0", 8).data(), 8);
+  std::string s_data("\x02\x01", 2);
+  PutFixed32(&s_data, Mask(lengths_crc));
+  s_data += "abc";
+  const uint32_t s_crc =
+      checkpoint::Crc32c(checkpoint::Crc32c(lengths_crc, s_data.data() + 2, 4), "abc", 3);
+  WriteAll(prefix + ".data-00000-of-00001", data + s_data);
 
   auto field_varint = [](std::string* m, int field, uint64_t v) {
     PutVarint(m, static_cast<uint64_t>(field) << 3);
@@ -272,6 +293,14 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   field_varint(&entry, 5, 8);
   PutVarint(&entry, (6 << 3) | 5);
   PutFixed32(&entry, Mask(checkpoint::Crc32c(0, data.data(), data.size())));
+  std::string s_entry, s_shape;
+  field_bytes(&s_shape, 2, dim);
+  field_varint(&s_entry, 1, 7);  // DT_STRING
+  field_bytes(&s_entry, 2, s_shape);
+  field_varint(&s_entry, 4, 8);
+  field_varint(&s_entry, 5, s_data.size());
+  PutVarint(&s_entry, (6 << 3) | 5);
+  PutFixed32(&s_entry, Mask(s_crc));
 
   auto block = [](const std::vector<std::pair<std::string, std::string>>& recs) {
     std::string b;
@@ -297,8 +326,8 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
     return handle;
   };
   std::string compressed;
-  snappy::Compress(block({{"", header}, {"w", entry}}).data(),
-                   block({{"", header}, {"w", entry}}).size(), &compressed);
+  const std::string records = block({{"", header}, {"s", s_entry}, {"w", entry}});
+  snappy::Compress(records.data(), records.size(), &compressed);
   std::string data_handle = append(compressed, 1);
   std::string footer = append(block({}), 0);
   footer += append(block({{"w", data_handle}}), 0);
@@ -312,6 +341,9 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   auto t = (*reader)->Lookup("w");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT(t->flat<float>(), ElementsAre(0.5f, -2.0f));
+  auto strings = (*reader)->Lookup("s");
+  ASSERT_TRUE(strings.ok()) << strings.status();
+  EXPECT_THAT(strings->flat<std::string>(), ElementsAre("ab", "c"));
 }
 
 }  // namespace

@@ -300,15 +300,38 @@ std::string EncodeTensorNameSlice(absl::string_view name, const TensorSlice& sli
   return key;
 }
 
-std::string EncodeStrings(const Tensor& t) {
+namespace {
+
+// Extends `crc` over a string length as TensorFlow's bundle checksums it:
+// the length's 4 little-endian bytes, or 8 when it does not fit in 32 bits.
+uint32_t ExtendLength(uint32_t crc, uint64_t len) {
+  char b[8];
+  const size_t n = len <= 0xffffffffu ? 4 : 8;
+  for (size_t i = 0; i < n; ++i) b[i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  return Crc32c(crc, b, n);
+}
+
+}  // namespace
+
+std::string EncodeStrings(const Tensor& t, uint32_t* crc) {
   absl::Span<std::string> v = t.flat<std::string>();
   std::string out;
   size_t total = 4;
   for (const std::string& e : v) total += 10 + e.size();
   out.reserve(total);
-  for (const std::string& e : v) PutVarint64(&out, e.size());
-  PutFixed32(&out, MaskCrc(Crc32c(0, out.data(), out.size())));
-  for (const std::string& e : v) out += e;
+  uint32_t c = 0;
+  for (const std::string& e : v) {
+    PutVarint64(&out, e.size());
+    c = ExtendLength(c, e.size());
+  }
+  const size_t lengths_end = out.size();
+  PutFixed32(&out, MaskCrc(c));
+  c = Crc32c(c, out.data() + lengths_end, 4);
+  for (const std::string& e : v) {
+    out += e;
+    c = Crc32c(c, e.data(), e.size());
+  }
+  *crc = c;
   return out;
 }
 
@@ -320,12 +343,30 @@ absl::StatusOr<Tensor> DecodeTfStrings(const BundleEntry& e, absl::string_view b
   }
   absl::string_view s = bytes;
   std::vector<uint64_t> lengths(n);
+  uint32_t crc = 0;
   for (auto& len : lengths) {
     if (!GetVarint64(&s, &len)) return absl::InvalidArgumentError("truncated string lengths");
+    crc = ExtendLength(crc, len);
   }
   const size_t header = bytes.size() - s.size();
   if (s.size() < 4) return absl::InvalidArgumentError("no checksum of the string lengths");
-  if (UnmaskCrc(DecodeFixed32(s.data())) != Crc32c(0, bytes.data(), header)) {
+  const uint32_t stored = DecodeFixed32(s.data());
+  if (stored == MaskCrc(crc)) {
+    // TensorFlow's checksums: the entry's covers the lengths as integers,
+    // the length checksum's bytes and the strings' bytes.
+    crc = Crc32c(crc, s.data(), 4);
+    uint64_t left = s.size() - 4;
+    for (uint64_t len : lengths) {
+      if (len > left) return absl::InvalidArgumentError("string length past the end");
+      left -= len;
+    }
+    crc = Crc32c(crc, s.data() + 4, s.size() - 4);
+    if (crc != e.crc32c) return absl::InvalidArgumentError("checksum mismatch");
+  } else if (UnmaskCrc(stored) == Crc32c(0, bytes.data(), header) &&
+             Crc32c(0, bytes.data(), bytes.size()) == e.crc32c) {
+    // Written by graphrun before it checksummed strings as TensorFlow does
+    // (the varint bytes, and the entry over the raw bytes).
+  } else {
     return absl::InvalidArgumentError("checksum of the string lengths does not match");
   }
   s.remove_prefix(4);

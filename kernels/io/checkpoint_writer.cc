@@ -75,9 +75,8 @@ absl::Status BundleWriter::AddSlice(absl::string_view name, const TensorShape& f
     }
   }
   if (value.dtype() == DT_STRING) {
-    std::string bytes = EncodeStrings(value);
+    std::string bytes = EncodeStrings(value, &e.crc32c);
     e.size = bytes.size();
-    e.crc32c = Crc32c(0, bytes.data(), bytes.size());
     GR_RETURN_IF_ERROR(WriteAll(fd_, bytes.data(), bytes.size(), data_tmp_));
   } else {
     e.size = static_cast<uint64_t>(value.NumElements()) * DataTypeSize(value.dtype());

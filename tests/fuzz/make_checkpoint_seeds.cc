@@ -27,11 +27,12 @@ void Add(Seed* seed, const std::string& name, const Tensor& t) {
   e.dtype = t.dtype();
   e.shape = t.shape();
   e.slice = *TensorSlice::Full(t.dims()).Resolve(t.shape());
-  const std::string bytes =
-      t.dtype() == DT_STRING ? EncodeStrings(t) : std::string(t.raw_data(), t.TotalBytes());
+  uint32_t string_crc = 0;
+  const std::string bytes = t.dtype() == DT_STRING ? EncodeStrings(t, &string_crc)
+                                                   : std::string(t.raw_data(), t.TotalBytes());
   e.offset = seed->data.size();
   e.size = bytes.size();
-  e.crc32c = Crc32c(0, bytes.data(), bytes.size());
+  e.crc32c = t.dtype() == DT_STRING ? string_crc : Crc32c(0, bytes.data(), bytes.size());
   seed->data += bytes;
   seed->entries.push_back(e);
 }
