@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/text_format.h"
@@ -74,6 +75,27 @@ absl::StatusOr<const tensorflow::MetaGraphDef*> FindMetaGraph(
                                           "'; the SavedModel has ", absl::StrJoin(have, ", ")));
 }
 
+namespace {
+
+// The MetaGraphDef's assets: asset_file_def, or (older exports) the
+// AssetFileDefs packed in the saved_model_assets collection.
+std::vector<tensorflow::AssetFileDef> AssetFileDefs(const tensorflow::MetaGraphDef& mg) {
+  std::vector<tensorflow::AssetFileDef> out(mg.asset_file_def().begin(), mg.asset_file_def().end());
+  if (!out.empty()) return out;
+  auto it = mg.collection_def().find("saved_model_assets");
+  if (it == mg.collection_def().end()) return out;
+  for (const auto& any : it->second.any_list().value()) {
+    tensorflow::AssetFileDef a;
+    if (absl::EndsWith(any.type_url(), "tensorflow.AssetFileDef") &&
+        a.ParseFromString(any.value())) {
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<LoadedSavedModel> LoadSavedModel(const std::string& dir,
                                                 const std::vector<std::string>& tags,
                                                 const SessionOptions& options) {
@@ -85,36 +107,51 @@ absl::StatusOr<LoadedSavedModel> LoadSavedModel(const std::string& dir,
   absl::Status s = out.session->Create(mg->graph_def());
   if (!s.ok()) return AnnotateStatus(s, absl::StrCat("SavedModel '", dir, "': "));
 
+  // The assets: each asset's tensor is fed DIR/assets/FILENAME in the
+  // restore and init runs (TensorFlow's loader: asset_file_def, else the
+  // saved_model_assets collection).
+  NamedTensorList assets;
+  for (const tensorflow::AssetFileDef& a : AssetFileDefs(*mg)) {
+    if (a.tensor_info().name().empty()) continue;
+    assets.push_back(
+        {a.tensor_info().name(), Tensor::Scalar<std::string>(dir + "/assets/" + a.filename())});
+  }
+
   const tensorflow::SaverDef& saver = mg->saver_def();
   const std::string prefix = dir + "/variables/variables";
   if (!saver.restore_op_name().empty() && IsFile(prefix + ".index")) {
-    Tensor filename(DT_STRING, TensorShape({}));
-    filename.flat<std::string>()[0] = prefix;
-    s = out.session->Run({{saver.filename_tensor_name(), filename}}, {}, {saver.restore_op_name()})
-            .status();
+    NamedTensorList feeds = assets;
+    feeds.push_back({saver.filename_tensor_name(), Tensor::Scalar<std::string>(prefix)});
+    s = out.session->Run(feeds, {}, {saver.restore_op_name()}).status();
     if (!s.ok()) {
       return AnnotateStatus(
           s, absl::StrCat("SavedModel '", dir, "': restoring variables from '", prefix, "': "));
     }
   }
+  // The init op, in TensorFlow's order: the __saved_model_init_op
+  // signature, then the saved_model_main_op and legacy_init_op collections.
   std::vector<std::string> init;
-  for (const char* key : {"saved_model_main_op", "legacy_init_op"}) {
-    auto it = mg->collection_def().find(key);
-    if (it != mg->collection_def().end() && it->second.node_list().value_size() > 0) {
-      init.push_back(it->second.node_list().value(0));
-      break;
-    }
-  }
   auto sig = mg->signature_def().find(kInitOpSignature);
-  if (init.empty() && sig != mg->signature_def().end()) {
+  if (sig != mg->signature_def().end()) {
     auto o = sig->second.outputs().find(kInitOpSignature);
     if (o != sig->second.outputs().end()) {
       std::string name = o->second.name();
       init.push_back(name.substr(0, name.find(':')));
     }
   }
+  for (const char* key : {"saved_model_main_op", "legacy_init_op"}) {
+    if (!init.empty()) break;
+    auto it = mg->collection_def().find(key);
+    if (it == mg->collection_def().end()) continue;
+    if (it->second.node_list().value_size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("SavedModel '", dir, "': collection '", key,
+                                                     "' must hold one op, it holds ",
+                                                     it->second.node_list().value_size()));
+    }
+    init.push_back(it->second.node_list().value(0));
+  }
   if (!init.empty()) {
-    s = out.session->Run({}, {}, init).status();
+    s = out.session->Run(assets, {}, init).status();
     if (!s.ok()) {
       return AnnotateStatus(s, absl::StrCat("SavedModel '", dir, "': init op '", init[0], "': "));
     }

@@ -7,7 +7,7 @@ PKGS=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libdnnl-dev libeigen3-dev libgtest-dev libgmock-dev
   libbenchmark-dev zlib1g-dev pkg-config graphviz dataset-fashion-mnist
-  libssl-dev libsnappy-dev openssl python3-yaml iproute2 slurm-wlm munge prometheus
+  libssl-dev libsnappy-dev libre2-dev openssl python3-yaml iproute2 slurm-wlm munge prometheus
 )
 missing=()
 for p in "${PKGS[@]}"; do

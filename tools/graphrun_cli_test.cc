@@ -589,6 +589,19 @@ TEST(GraphrunCliTest, SavedModelTf2CallsIntoTheLibrary) {
                "output_0 = Tensor<float, [2,2]: 1.5 -2 3 -6>\n");
 }
 
+// An asset: the loader feeds DIR/assets/vocab.txt over the asset's tensor
+// in the init run, and the init op is the __saved_model_init_op signature's
+// (TensorFlow's order), not the saved_model_main_op collection's.
+TEST(GraphrunCliTest, SavedModelAssetsAndInitOp) {
+  const std::string dir = TempPath("assets_model");
+  std::filesystem::create_directories(dir + "/assets");
+  std::filesystem::copy_file(Runfile("tools/testdata/saved_model/tf1_assets_saved_model.pbtxt"),
+                             dir + "/saved_model.pbtxt",
+                             std::filesystem::copy_options::overwrite_existing);
+  ExpectOutput({"run", dir, "--signature=serving_default"},
+               "vocab = Tensor<string, []: \"" + dir + "/assets/vocab.txt\">\n");
+}
+
 TEST(GraphrunCliTest, SavedModelMissingVariableIsAnError) {
   const std::string dir = MakeSavedModel("tf2_wrong", "tf2_saved_model.pbtxt", "other");
   Result r = Graphrun({"run", dir, "--signature=serving_default", "--feed", "x=[[1,1]]"});

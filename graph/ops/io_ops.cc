@@ -107,6 +107,20 @@ void RegisterIoOps(OpRegistry& r) {
             .Attr("separator: string = ''")
             .SetShapeFn(StringJoinShape)
             .Doc("Joins strings element-wise; scalars broadcast."));
+  // TensorFlow 2's savers test the checkpoint prefix with a static regex
+  // ("^s3://.*") to pick the temporary shards' suffix.
+  r.Add(OpDefBuilder("StaticRegexFullMatch")
+            .Input("input: string")
+            .Output("output: bool")
+            .Attr("pattern: string")
+            .SetShapeFn(shape_fns::Unchanged)
+            .Doc("Whether each string matches `pattern` (RE2 syntax) as a whole."));
+  r.Add(OpDefBuilder("RegexFullMatch")
+            .Input("input: string")
+            .Input("pattern: string")
+            .Output("output: bool")
+            .SetShapeFn(shape_fns::Unchanged)
+            .Doc("Whether each string matches the scalar `pattern` (RE2 syntax) as a whole."));
 }
 
 }  // namespace graphrun

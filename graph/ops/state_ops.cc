@@ -151,6 +151,13 @@ void RegisterStateOps(OpRegistry& r) {
               return absl::OkStatus();
             })
             .Doc("The shape of the variable's value."));
+  // TensorFlow >= 2.10's savers read variables with copy-on-read turned off
+  // (read_value_no_copy); graphrun's reads never copy, so it does nothing.
+  r.Add(OpDefBuilder("DisableCopyOnRead")
+            .Input("resource: resource")
+            .SetIsStateful()
+            .SetShapeFn(shape_fns::NoOutputs)
+            .Doc("Turns off copy-on-read for a variable: a no-op here (reads share buffers)."));
   r.Add(OpDefBuilder("DestroyResourceOp")
             .Input("resource: resource")
             .Attr("ignore_lookup_error: bool = true")

@@ -3,13 +3,18 @@
 // that runs it (so a PS saves its own variables), MergeV2Checkpoints builds
 // the single index, RestoreV2 assembles slices from any number of shards.
 // The kernels hold no state between steps: every run opens the files anew.
+// Also the string ops the savers use: StringJoin, and the regex full
+// matches TensorFlow 2's savers run on the prefix.
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "kernels/framework/array_util.h"
 #include "kernels/framework/file_access.h"
 #include "kernels/io/checkpoint_util.h"
 #include "kernels/io/register.h"
+#include "re2/re2.h"
 
 namespace graphrun {
 namespace {
@@ -197,6 +202,58 @@ class StringJoinOp : public OpKernel {
   std::string separator_;
 };
 
+// StaticRegexFullMatch (the pattern an attr, compiled once) and
+// RegexFullMatch (a scalar pattern input): RE2 full matches, element-wise.
+class RegexFullMatchOp : public OpKernel {
+ public:
+  explicit RegexFullMatchOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    set_expensive(false);
+    if (!ctx->HasAttr("pattern")) return;
+    std::string pattern;
+    GR_CTX_CHECK_OK(ctx, ctx->GetAttr("pattern", &pattern));
+    auto re = Compile(pattern);
+    GR_CTX_CHECK_OK(ctx, re.status());
+    static_re_ = *std::move(re);
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    GR_ASSIGN_OR_RETURN(const Tensor* in, GetInput(*this, ctx, 0));
+    std::unique_ptr<RE2> dynamic;
+    const RE2* re = static_re_.get();
+    if (re == nullptr) {
+      GR_ASSIGN_OR_RETURN(const Tensor* p, GetInput(*this, ctx, 1));
+      if (p->dims() != 0 || p->dtype() != DT_STRING) {
+        return Error(
+            absl::StrCat("pattern must be a string scalar, got ", p->shape().DebugString()));
+      }
+      GR_ASSIGN_OR_RETURN(dynamic, Compile(p->scalar<std::string>()));
+      re = dynamic.get();
+    }
+    Tensor out(DT_BOOL, in->shape());
+    const std::string* s = in->base<std::string>();
+    bool* o = out.base<bool>();
+    for (int64_t i = 0; i < in->NumElements(); ++i) o[i] = RE2::FullMatch(s[i], *re);
+    ctx->set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<std::unique_ptr<RE2>> Compile(const std::string& pattern) const {
+    auto re = std::make_unique<RE2>(pattern, RE2::Quiet);
+    if (!re->ok()) {
+      return Error(absl::StrCat("invalid pattern '", pattern, "': ", re->error()));
+    }
+    return re;
+  }
+  std::unique_ptr<RE2> static_re_;
+};
+
+// DisableCopyOnRead: graphrun's variable reads share buffers already.
+class DisableCopyOnReadOp : public OpKernel {
+ public:
+  explicit DisableCopyOnReadOp(OpKernelConstruction* ctx) : OpKernel(ctx) { set_expensive(false); }
+  absl::Status Compute(OpKernelContext* ctx) override { return absl::OkStatus(); }
+};
+
 }  // namespace
 
 void RegisterCheckpointKernels(KernelRegistry& r) {
@@ -206,6 +263,9 @@ void RegisterCheckpointKernels(KernelRegistry& r) {
   r.Add(KernelDef("ShardedFilename"), MakeKernel<ShardedFilenameOp>());
   r.Add(KernelDef("ShardedFilespec"), MakeKernel<ShardedFilespecOp>());
   r.Add(KernelDef("StringJoin"), MakeKernel<StringJoinOp>());
+  r.Add(KernelDef("StaticRegexFullMatch"), MakeKernel<RegexFullMatchOp>());
+  r.Add(KernelDef("RegexFullMatch"), MakeKernel<RegexFullMatchOp>());
+  r.Add(KernelDef("DisableCopyOnRead"), MakeKernel<DisableCopyOnReadOp>());
 }
 
 }  // namespace graphrun

@@ -21,6 +21,7 @@
 namespace graphrun {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
@@ -585,6 +586,43 @@ TEST(CheckpointTest, LatestCheckpointErrors) {
                "gone.index");
   WriteAll(dir + "/checkpoint", "model_checkpoint_path: unquoted\n");
   EXPECT_EQ(checkpoint::LatestCheckpoint(dir).status().code(), absl::StatusCode::kDataLoss);
+}
+
+// The ops TensorFlow 2's savers add around SaveV2: StaticRegexFullMatch
+// on the prefix ("^s3://.*"), RegexFullMatch with a pattern input, and
+// DisableCopyOnRead (nothing to do). A bad pattern names the node.
+TEST(CheckpointTest, SaverStringOps) {
+  OpTester st("StaticRegexFullMatch", "is_s3");
+  st.Attr("pattern", std::string("^s3://.*"));
+  st.Input(Tensor::FromVector<std::string>({"s3://bucket/ckpt", "/tmp/s3://x", "", "s3://"}));
+  auto out = st.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].flat<bool>(), ElementsAre(true, false, false, true));
+
+  OpTester dyn("RegexFullMatch", "digits");
+  dyn.Input(Tensor::FromVector<std::string>({"123", "12a", ""}, {3, 1})).Input(Str("[0-9]+"));
+  out = dyn.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), TensorShape({3, 1}));
+  EXPECT_THAT((*out)[0].flat<bool>(), ElementsAre(true, false, false));  // full, not partial
+
+  OpTester bad("RegexFullMatch", "bad_re");
+  bad.Input(Str("x")).Input(Str("(unclosed"));
+  out = bad.Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("node 'bad_re'"));
+  EXPECT_THAT(out.status().message(), HasSubstr("invalid pattern '(unclosed'"));
+
+  OpTester bad_static("StaticRegexFullMatch", "bad_static");
+  bad_static.Attr("pattern", std::string("a**(")).Input(Str("a"));
+  EXPECT_EQ(bad_static.Run().status().code(), absl::StatusCode::kInvalidArgument);
+
+  Tensor handle = Tensor::Scalar<ResourceHandle>(ResourceHandle());
+  OpTester off("DisableCopyOnRead", "no_copy");
+  off.Input(handle);
+  out = off.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->empty());
 }
 
 }  // namespace
