@@ -156,6 +156,11 @@ absl::StatusOr<Tensor> BundleReader::LookupSlice(absl::string_view name,
         absl::StrCat("tensor '", name, "' not found in checkpoint '", prefix_, "'"));
   }
   const BundleEntry& first = *range.first;
+  if (first.unreadable) {
+    return absl::UnimplementedError(absl::StrCat(
+        "tensor '", name, "' in checkpoint '", prefix_, "' has dtype ", DataTypeString(first.dtype),
+        " (", static_cast<int>(first.dtype), "), which graphrun cannot restore"));
+  }
   if (slice.dims() != first.shape.dims()) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': slice ",
                                                    slice.DebugString(), " does not fit shape ",

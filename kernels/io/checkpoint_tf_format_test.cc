@@ -257,7 +257,8 @@ TEST(TfCheckpointFormatTest, WrittenBytesDecodeAsTensorFlowDefinesThem) {
 // block, made here without the writer; the reader restores from it. Its
 // string tensor is checksummed as TensorFlow's WriteStringTensor does: the
 // lengths as 4-byte little-endian integers (not their varint bytes), then
-// the entry's CRC over the length checksum and the strings' bytes.
+// the entry's CRC over the length checksum and the strings' bytes. A
+// tensor of a dtype graphrun cannot hold fails only its own lookup.
 TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   const std::string prefix = TempDir("snappy") + "/tf.ckpt";
   // Data file: w = [0.5, -2] (float32).
@@ -326,7 +327,13 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
     return handle;
   };
   std::string compressed;
-  const std::string records = block({{"", header}, {"s", s_entry}, {"w", entry}});
+  // "v": a DT_VARIANT (21) scalar, as tf.data iterator state is saved:
+  // listed, but only its own lookup fails.
+  std::string v_entry;
+  field_varint(&v_entry, 1, 21);
+  field_bytes(&v_entry, 2, "");
+  field_varint(&v_entry, 5, 3);
+  const std::string records = block({{"", header}, {"s", s_entry}, {"v", v_entry}, {"w", entry}});
   snappy::Compress(records.data(), records.size(), &compressed);
   std::string data_handle = append(compressed, 1);
   std::string footer = append(block({}), 0);
@@ -344,6 +351,10 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   auto strings = (*reader)->Lookup("s");
   ASSERT_TRUE(strings.ok()) << strings.status();
   EXPECT_THAT(strings->flat<std::string>(), ElementsAre("ab", "c"));
+  auto variant = (*reader)->Lookup("v");
+  EXPECT_EQ(variant.status().code(), absl::StatusCode::kUnimplemented) << variant.status();
+  EXPECT_THAT(std::string(variant.status().message()),
+              ::testing::HasSubstr("tensor 'v' in checkpoint '" + prefix + "' has dtype"));
 }
 
 }  // namespace

@@ -528,11 +528,14 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
     BundleEntry e;
     e.name = key;
     e.dtype = static_cast<DataType>(p.dtype());
-    if (!Storable(e.dtype)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", key, "': dtype ", p.dtype(), " cannot be stored"));
-    }
     GR_ASSIGN_OR_RETURN(e.shape, shape_of(key, p.shape()));
+    if (!Storable(e.dtype)) {
+      // Kept as a name only: looking it up is the error (BundleReader).
+      e.unreadable = true;
+      GR_ASSIGN_OR_RETURN(e.slice, TensorSlice::Full(e.shape.dims()).Resolve(e.shape));
+      entries->push_back(std::move(e));
+      continue;
+    }
     if (p.slices_size() == 0) {
       e.slice = TensorSlice::Full(e.shape.dims());
       GR_ASSIGN_OR_RETURN(e.slice, e.slice.Resolve(e.shape));

@@ -122,6 +122,10 @@ struct BundleEntry {
   // Strings in graphrun's first format (u64 lengths, no checksum), read
   // from an index in that format.
   bool legacy_strings = false;
+  // A dtype graphrun cannot hold (variant, quantized types, a type newer
+  // than it knows), read from a TensorFlow index: listed, and an error only
+  // when it is looked up, so the checkpoint's other tensors still restore.
+  bool unreadable = false;
 };
 
 // Writes a one-shard checkpoint at a prefix: Add() streams each tensor to

@@ -123,6 +123,11 @@ absl::Status MergeBundles(const std::vector<std::string>& sources, const std::st
   std::vector<BundleEntry> merged;
   for (const auto& r : readers) {
     for (BundleEntry e : r->entries()) {
+      if (e.unreadable) {
+        return absl::UnimplementedError(absl::StrCat(
+            "merging into '", destination, "': tensor '", e.name, "' of '", r->prefix(),
+            "' has dtype ", DataTypeString(e.dtype), ", which graphrun cannot hold"));
+      }
       e.shard += total;
       merged.push_back(std::move(e));
     }
