@@ -231,6 +231,7 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::GetOrCreateP
   std::string key = ClientGraphKey(feeds, fetches, targets);
   std::lock_guard<std::mutex> pl(plan_mu_);
   tensorflow::GraphDef def;
+  int64_t version = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (closed_) return absl::CancelledError("session is closed");
@@ -240,6 +241,7 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::GetOrCreateP
       return it->second;
     }
     def = graph_def_;
+    version = graph_version_;
   }
   // The master task's first device hosts feeds, fetches and unplaced nodes.
   std::string client_device = devices_[0].name();
@@ -255,10 +257,17 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::GetOrCreateP
     infos.push_back({d.name(), d.device_type()});
     incarnations[d.name()] = d.incarnation();
   }
+  // Stateful nodes go where a placement of the whole graph puts them, the
+  // same in every plan (PlaceStatefulNodes).
+  if (pinned_version_ != version) {
+    pinned_ = PlaceStatefulNodes(def, *env_->op_registry, *env_->kernel_registry, client_device,
+                                 infos, config_, nullptr, &pinned_);
+    pinned_version_ = version;
+  }
   ClientGraphSpec spec{feeds, fetches, targets, client_device};
-  GR_ASSIGN_OR_RETURN(
-      ClientGraph cg,
-      PlaceClientGraph(def, *env_->op_registry, *env_->kernel_registry, spec, infos, config_));
+  GR_ASSIGN_OR_RETURN(ClientGraph cg,
+                      PlaceClientGraph(def, *env_->op_registry, *env_->kernel_registry, spec, infos,
+                                       config_, nullptr, &pinned_));
   // The pipeline's task stage: one piece per task, each task's GraphMgr
   // then runs the device stages.
   placement::PartitionOptions part;

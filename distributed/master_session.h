@@ -27,6 +27,7 @@
 #include "graph/proto/config.pb.h"
 #include "graph/types.h"
 #include "kernels/framework/kernel_registry.h"
+#include "runtime/step_pipeline.h"
 
 namespace graphrun {
 namespace distributed {
@@ -118,6 +119,10 @@ class MasterSession {
   std::map<int64_t, std::function<void()>> running_;
   tensorflow::GraphDef graph_def_;
   int64_t graph_version_ = 0;
+  // Where the graph's stateful nodes go in every plan, for graph version
+  // pinned_version_ (guarded by plan_mu_).
+  NodeDevices pinned_;
+  int64_t pinned_version_ = -1;
   absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans_;
   std::map<std::string, std::shared_ptr<WorkerInterface>> worker_sessions_;
   std::mutex plan_mu_;  // serializes plan creation (registration happens once)

@@ -35,6 +35,7 @@ void RegisterAllKernels(KernelRegistry& r) {
 #ifdef GRAPHRUN_CUDA
   RegisterGpuKernels(r);
   RegisterAcceleratorTransferKernels(r, kDeviceGpu);
+  RegisterAcceleratorVariableKernels(r, kDeviceGpu, {DT_FLOAT});
 #endif
 }
 

@@ -139,12 +139,33 @@ absl::Status DirectSession::Close() {
   return absl::OkStatus();
 }
 
+std::shared_ptr<const NodeDevices> DirectSession::Pinned(
+    const tensorflow::GraphDef& def, int64_t version,
+    const std::vector<placement::DeviceInfo>& devices) {
+  std::shared_ptr<const NodeDevices> previous;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (pinned_ != nullptr && pinned_version_ == version) return pinned_;
+    previous = pinned_;
+  }
+  auto pinned = std::make_shared<const NodeDevices>(
+      PlaceStatefulNodes(def, *op_registry_, *kernel_registry_, devices[0].name, devices,
+                         options_.config, options_.device_factories, previous.get()));
+  std::lock_guard<std::mutex> l(mu_);
+  if (version == graph_version_ && pinned_version_ != version) {
+    pinned_ = pinned;
+    pinned_version_ = version;
+  }
+  return pinned_version_ == version ? pinned_ : pinned;
+}
+
 absl::StatusOr<std::shared_ptr<DirectSession::ExecutorsAndKeys>>
 DirectSession::GetOrCreateExecutors(const std::vector<std::string>& feeds,
                                     const std::vector<std::string>& fetches,
                                     const std::vector<std::string>& targets) {
   std::string key = ClientGraphKey(feeds, fetches, targets);
   tensorflow::GraphDef def;
+  int64_t version = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (closed_) return absl::CancelledError("session is closed");
@@ -154,14 +175,16 @@ DirectSession::GetOrCreateExecutors(const std::vector<std::string>& feeds,
     auto it = executors_.find(key);
     if (it != executors_.end()) return it->second;
     def = graph_def_;
+    version = graph_version_;
   }
   const auto& devices = device_mgr_->devices();
   std::vector<placement::DeviceInfo> infos;
   for (const auto& d : devices) infos.push_back({d->name(), d->device_type()});
+  std::shared_ptr<const NodeDevices> pinned = Pinned(def, version, infos);
   ClientGraphSpec spec{feeds, fetches, targets, devices[0]->name()};
   GR_ASSIGN_OR_RETURN(ClientGraph cg,
                       PlaceClientGraph(def, *op_registry_, *kernel_registry_, spec, infos,
-                                       options_.config, options_.device_factories));
+                                       options_.config, options_.device_factories, pinned.get()));
   auto ek = std::make_shared<ExecutorsAndKeys>();
   ek->feed_types = cg.feed_types;
   ek->fetch_types = cg.fetch_types;

@@ -48,6 +48,9 @@ class DirectSession : public Session {
   };
 
   DirectSession() = default;
+  // The stateful nodes' devices for graph version `version` (`def`).
+  std::shared_ptr<const NodeDevices> Pinned(const tensorflow::GraphDef& def, int64_t version,
+                                            const std::vector<placement::DeviceInfo>& devices);
   absl::StatusOr<std::shared_ptr<ExecutorsAndKeys>> GetOrCreateExecutors(
       const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
       const std::vector<std::string>& targets);
@@ -67,6 +70,10 @@ class DirectSession : public Session {
   tensorflow::GraphDef graph_def_;
   int64_t graph_version_ = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<ExecutorsAndKeys>> executors_;
+  // Where the graph's stateful nodes go in every run (PlaceStatefulNodes),
+  // computed at the first run of each graph version; the last version's.
+  std::shared_ptr<const NodeDevices> pinned_;
+  int64_t pinned_version_ = -1;
   std::atomic<int64_t> next_step_id_{1};
   // Steps in flight, so Close() can cancel them.
   std::vector<CancellationManager*> running_;

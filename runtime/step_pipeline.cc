@@ -13,19 +13,21 @@
 
 namespace graphrun {
 
-absl::StatusOr<ClientGraph> PlaceClientGraph(const tensorflow::GraphDef& def,
-                                             const OpRegistry& op_registry,
-                                             const KernelRegistry& kernel_registry,
-                                             const ClientGraphSpec& spec,
-                                             const std::vector<placement::DeviceInfo>& devices,
-                                             const tensorflow::ConfigProto& config,
-                                             const DeviceFactoryRegistry* device_factories) {
-  GR_ASSIGN_OR_RETURN(ClientGraph cg, BuildClientGraph(def, op_registry, spec));
+namespace {
+
+placement::PlacerOptions PlacerOptionsFor(const std::string& client_device,
+                                          const KernelRegistry& kernel_registry,
+                                          const tensorflow::ConfigProto& config,
+                                          const DeviceFactoryRegistry* device_factories,
+                                          absl::Status* status) {
   placement::PlacerOptions popts;
   // The client's task; the device type comes from the priorities.
-  GR_ASSIGN_OR_RETURN(placement::DeviceSpec client,
-                      placement::DeviceSpec::Parse(spec.client_device));
-  popts.default_device = client.TaskPart().ToString();
+  absl::StatusOr<placement::DeviceSpec> client = placement::DeviceSpec::Parse(client_device);
+  if (!client.ok()) {
+    *status = client.status();
+    return popts;
+  }
+  popts.default_device = client->TaskPart().ToString();
   const DeviceFactoryRegistry* factories =
       device_factories != nullptr ? device_factories : &DefaultDeviceFactoryRegistry();
   popts.device_type_priority = [factories](const std::string& type) {
@@ -37,8 +39,76 @@ absl::StatusOr<ClientGraph> PlaceClientGraph(const tensorflow::GraphDef& def,
   popts.supports_device = [kr](const Node& n, const std::string& type) {
     return kr->HasKernel(n.def(), type);
   };
+  return popts;
+}
+
+// Stateful, or takes a resource or a reference.
+bool HoldsState(const Node& n) {
+  if (n.IsStateful()) return true;
+  for (DataType t : n.input_types()) {
+    if (IsRefType(t) || BaseType(t) == DT_RESOURCE) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<ClientGraph> PlaceClientGraph(
+    const tensorflow::GraphDef& def, const OpRegistry& op_registry,
+    const KernelRegistry& kernel_registry, const ClientGraphSpec& spec,
+    const std::vector<placement::DeviceInfo>& devices, const tensorflow::ConfigProto& config,
+    const DeviceFactoryRegistry* device_factories, const NodeDevices* pinned) {
+  GR_ASSIGN_OR_RETURN(ClientGraph cg, BuildClientGraph(def, op_registry, spec));
+  absl::Status status;
+  placement::PlacerOptions popts =
+      PlacerOptionsFor(spec.client_device, kernel_registry, config, device_factories, &status);
+  GR_RETURN_IF_ERROR(status);
+  if (pinned != nullptr && !pinned->empty()) {
+    for (Node* n : cg.graph->nodes()) {
+      auto it = pinned->find(n->name());
+      if (it != pinned->end()) n->mutable_def()->set_device(it->second);
+    }
+  }
   GR_RETURN_IF_ERROR(placement::Place(cg.graph.get(), devices, popts));
   return cg;
+}
+
+NodeDevices PlaceStatefulNodes(const tensorflow::GraphDef& def, const OpRegistry& op_registry,
+                               const KernelRegistry& kernel_registry,
+                               const std::string& client_device,
+                               const std::vector<placement::DeviceInfo>& devices,
+                               const tensorflow::ConfigProto& config,
+                               const DeviceFactoryRegistry* device_factories,
+                               const NodeDevices* previous) {
+  NodeDevices out;
+  absl::Status status;
+  placement::PlacerOptions popts =
+      PlacerOptionsFor(client_device, kernel_registry, config, device_factories, &status);
+  if (!status.ok()) return out;
+  popts.log_device_placement = false;  // each run logs its own placement
+  ImportOptions opts;
+  opts.infer_shapes = false;
+  absl::StatusOr<std::unique_ptr<Graph>> g = GraphFromGraphDef(def, op_registry, opts);
+  if (!g.ok()) return out;
+  bool placed = false;
+  if (previous != nullptr && !previous->empty()) {
+    absl::StatusOr<std::unique_ptr<Graph>> kept = GraphFromGraphDef(def, op_registry, opts);
+    if (kept.ok()) {
+      for (Node* n : (*kept)->nodes()) {
+        auto it = previous->find(n->name());
+        if (it != previous->end()) n->mutable_def()->set_device(it->second);
+      }
+      if (placement::Place(kept->get(), devices, popts).ok()) {
+        g = std::move(kept);
+        placed = true;
+      }
+    }
+  }
+  if (!placed && !placement::Place(g->get(), devices, popts).ok()) return out;
+  for (Node* n : (*g)->nodes()) {
+    if (HoldsState(*n)) out[n->name()] = n->assigned_device();
+  }
+  return out;
 }
 
 namespace {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "graph/proto/config.pb.h"
 #include "graph/proto/graph.pb.h"
@@ -43,11 +44,34 @@ namespace graphrun {
 // default registry) that has kernels for them: an accelerator before the
 // CPU. Errors name the node (no kernel on any allowed device, an
 // impossible constraint) or the feed/fetch/target.
+//
+// `pinned` (may be null): node name -> device, from PlaceStatefulNodes;
+// those nodes are placed there whatever the run keeps of their groups.
+using NodeDevices = absl::flat_hash_map<std::string, std::string>;
 absl::StatusOr<ClientGraph> PlaceClientGraph(
     const tensorflow::GraphDef& def, const OpRegistry& op_registry,
     const KernelRegistry& kernel_registry, const ClientGraphSpec& spec,
     const std::vector<placement::DeviceInfo>& devices, const tensorflow::ConfigProto& config,
-    const DeviceFactoryRegistry* device_factories = nullptr);
+    const DeviceFactoryRegistry* device_factories = nullptr, const NodeDevices* pinned = nullptr);
+
+// The devices of the session graph's stateful nodes and of the nodes that
+// take a resource or a reference, from one placement of the whole graph,
+// as TensorFlow places a session's whole graph once: a variable, its
+// reads and its updates then share one device in every run, whatever part
+// of their colocation group a run prunes to (a run that only initialises a
+// variable would otherwise put it on an accelerator whose kernels can read
+// it, and a training run on the CPU with its update, where it does not
+// exist). `previous` (may be null): the placements before an Extend, kept
+// where the extended graph allows (state already lives on those devices).
+// Empty when the whole graph cannot be placed; runs then place what they
+// keep.
+NodeDevices PlaceStatefulNodes(const tensorflow::GraphDef& def, const OpRegistry& op_registry,
+                               const KernelRegistry& kernel_registry,
+                               const std::string& client_device,
+                               const std::vector<placement::DeviceInfo>& devices,
+                               const tensorflow::ConfigProto& config,
+                               const DeviceFactoryRegistry* device_factories = nullptr,
+                               const NodeDevices* previous = nullptr);
 
 // One task's executors for a placed graph: one per local device.
 class DeviceExecutors {

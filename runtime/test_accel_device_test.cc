@@ -356,6 +356,76 @@ node { name: 's' op: 'Sum' input: 'x' input: 'axes' attr { key: 'T' value { type
   EXPECT_EQ(GetTestAccelStats(s->device_mgr().devices()[1].get())->host_to_device_copies, 1);
 }
 
+// A resource variable on the accelerator: its handle and metadata on the
+// host, its tensor in the device's memory across steps (a step that only
+// reads it copies nothing to the device). A variable whose colocation
+// group has an op without an accelerator kernel (here an update) stays on
+// the CPU with the whole group.
+TEST(TestAccelDeviceTest, VariablesLiveInAcceleratorMemory) {
+  const std::string graph = R"(
+node { name: 'v' op: 'VarHandleOp' attr { key: 'dtype' value { type: DT_FLOAT } }
+       attr { key: 'shape' value { shape { dim { size: 2 } } } }
+       attr { key: 'shared_name' value { s: 'v' } } }
+node { name: 'init_value' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }
+       attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } }
+         float_val: 1.5 float_val: -2 } } } }
+node { name: 'init' op: 'AssignVariableOp' input: 'v' input: 'init_value'
+       attr { key: 'dtype' value { type: DT_FLOAT } } }
+node { name: 'read' op: 'ReadVariableOp' input: 'v' attr { key: 'dtype' value { type: DT_FLOAT } } }
+node { name: 'sq' op: 'Square' input: 'read' attr { key: 'T' value { type: DT_FLOAT } } }
+node { name: 'inited' op: 'VarIsInitializedOp' input: 'v' }
+node { name: 'shape' op: 'VariableShape' input: 'v' attr { key: 'out_type' value { type: DT_INT32 } } }
+)";
+  const std::string accel0 = "/job:localhost/replica:0/task:0/device:TEST_ACCEL:0";
+  const std::string cpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
+  auto registry = Registry();
+  for (bool with_update : {false, true}) {
+    SCOPED_TRACE(with_update ? "with an update op" : "assign and read only");
+    const std::string g = graph + (with_update ? R"(
+node { name: 'lr' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } }
+       attr { key: 'value' value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0.5 } } } }
+node { name: 'update' op: 'ResourceApplyGradientDescent' input: 'v' input: 'lr' input: 'init_value'
+       attr { key: 'T' value { type: DT_FLOAT } } }
+)"
+                                               : "");
+    auto s = NewAccelSession(registry.get(), 1, g);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->Run({}, {}, {"init"}).ok());
+    tensorflow::RunOptions ro;
+    ro.set_output_partition_graphs(true);
+    tensorflow::RunMetadata md;
+    auto out = s->Run(ro, {}, {"sq", "inited", "shape"}, {}, &md);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].flat<float>()[0], 2.25f);
+    EXPECT_EQ((*out)[0].flat<float>()[1], 4.0f);
+    EXPECT_TRUE((*out)[1].scalar<bool>());
+    EXPECT_EQ((*out)[2].flat<int32_t>()[0], 2);
+    std::map<std::string, std::string> device_of;
+    for (const auto& p : md.partition_graphs()) {
+      for (const auto& n : p.node()) device_of[n.name()] = n.device();
+    }
+    const std::string& want = with_update ? cpu0 : accel0;
+    for (const char* n : {"v", "read", "inited", "shape"}) EXPECT_EQ(device_of[n], want) << n;
+    EXPECT_EQ(device_of["sq"], accel0);
+    Device* accel = s->device_mgr().devices()[1].get();
+    const TestAccelMemoryStats before = *GetTestAccelStats(accel);
+    ASSERT_TRUE(s->Run({}, {"sq"}).ok());
+    const TestAccelMemoryStats after = *GetTestAccelStats(accel);
+    // Read on the device: nothing crosses to it. On the CPU: the read does.
+    EXPECT_EQ(after.host_to_device_copies - before.host_to_device_copies, with_update ? 1 : 0);
+    EXPECT_EQ(after.device_to_host_copies - before.device_to_host_copies, 1);  // sq
+    if (with_update) {
+      ASSERT_TRUE(s->Run({}, {}, {"update"}).ok());
+      auto v = s->Run({}, {"read"});
+      ASSERT_TRUE(v.ok()) << v.status();
+      EXPECT_EQ(v->at(0).flat<float>()[0], 0.75f);  // 1.5 - 0.5 * 1.5
+    } else {
+      // The variable's bytes are held in the device's memory.
+      EXPECT_GE(after.bytes_in_use, 8);
+    }
+  }
+}
+
 TEST(TestAccelDeviceTest, KernelsAndMemoryTypesFollowTheCpuKernels) {
   const KernelRegistry& kr = DefaultKernelRegistry();
   auto def = [](const std::string& op, DataType t) {

@@ -5,6 +5,7 @@
 #define GRAPHRUN_KERNELS_CORE_REGISTER_H_
 
 #include <string>
+#include <vector>
 
 #include "kernels/framework/kernel_registry.h"
 
@@ -18,6 +19,11 @@ void RegisterControlFlowKernels(KernelRegistry& r);
 void RegisterRuntimeKernels(KernelRegistry& r);
 // runtime_kernels.cc: _Send/_Recv for an accelerator type, copying through the host.
 void RegisterAcceleratorTransferKernels(KernelRegistry& r, const std::string& device_type);
+// state_kernels.cc: VarHandleOp, ReadVariableOp, AssignVariableOp,
+// VarIsInitializedOp, VariableShape and DestroyResourceOp for an
+// accelerator type, variables of `types` in its memory.
+void RegisterAcceleratorVariableKernels(KernelRegistry& r, const std::string& device_type,
+                                        const std::vector<DataType>& types);
 // stack_kernels.cc.
 void RegisterStackKernels(KernelRegistry& r);
 // function_call_kernels.cc.

@@ -564,4 +564,36 @@ void RegisterStateKernels(KernelRegistry& r) {
         MakeKernel<ResourceGatherOp>());
 }
 
+// The resource-variable kernels that never touch a variable's bytes (the
+// handle, reads and assignments share buffers; the rest reads metadata),
+// for an accelerator: the variable's tensor lives in the device's memory,
+// its handle and metadata on the host.
+void RegisterAcceleratorVariableKernels(KernelRegistry& r, const std::string& device_type,
+                                        const std::vector<DataType>& types) {
+  r.Add(KernelDef("VarHandleOp")
+            .Device(device_type)
+            .TypeConstraint("dtype", types)
+            .HostMemory("resource"),
+        MakeKernel<VarHandleOp>());
+  r.Add(KernelDef("ReadVariableOp")
+            .Device(device_type)
+            .TypeConstraint("dtype", types)
+            .HostMemory("resource"),
+        MakeKernel<ReadVariableOp>());
+  r.Add(KernelDef("AssignVariableOp")
+            .Device(device_type)
+            .TypeConstraint("dtype", types)
+            .HostMemory("resource"),
+        MakeKernel<AssignVariableOp>());
+  r.Add(KernelDef("VarIsInitializedOp")
+            .Device(device_type)
+            .HostMemory("resource")
+            .HostMemory("is_initialized"),
+        MakeKernel<VarIsInitializedOp>());
+  r.Add(KernelDef("VariableShape").Device(device_type).HostMemory("input").HostMemory("output"),
+        MakeKernel<VariableShapeOp>());
+  r.Add(KernelDef("DestroyResourceOp").Device(device_type).HostMemory("resource"),
+        MakeKernel<DestroyResourceOp>());
+}
+
 }  // namespace graphrun

@@ -406,6 +406,7 @@ void RegisterGpuKernels(KernelRegistry& r) {
   r.Add(f("MatMul"), MakeKernel<MatMulOp>());
   RegisterCudnnKernels(r);
   RegisterGpuBatchNormKernels(r);
+  RegisterGpuTrainingKernels(r);
   r.Add(f("BiasAdd"), MakeKernel<BiasAddOp>());
   r.Add(f("BiasAddGrad"), MakeKernel<BiasAddGradOp>());
   const std::pair<const char*, gpu::ReduceOp> reduce[] = {

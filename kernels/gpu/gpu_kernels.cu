@@ -186,6 +186,36 @@ __global__ void ApplyGradientDescentKernel(float* var, const float* alpha, const
   }
 }
 
+__global__ void ApplyMomentumKernel(float* var, float* accum, const float* lr, const float* grad,
+                                    const float* momentum, bool nesterov, int64_t n) {
+  const float l = lr[0], m = momentum[0];
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const float a = accum[i] * m + grad[i];
+    accum[i] = a;
+    var[i] -= nesterov ? grad[i] * l + a * m * l : l * a;
+  }
+}
+
+__global__ void ApplyAdamKernel(float* var, float* m, float* v, const float* beta1_power,
+                                const float* beta2_power, const float* lr, const float* beta1,
+                                const float* beta2, const float* epsilon, const float* grad,
+                                bool nesterov, int64_t n) {
+  const float b1 = beta1[0], one_minus_b1 = 1.f - beta1[0], one_minus_b2 = 1.f - beta2[0];
+  const float lr_t = lr[0] * sqrtf(1.f - beta2_power[0]) / (1.f - beta1_power[0]);
+  const float eps = epsilon[0];
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const float g = grad[i];
+    const float mi = m[i] + (g - m[i]) * one_minus_b1;
+    const float vi = v[i] + (g * g - v[i]) * one_minus_b2;
+    m[i] = mi;
+    v[i] = vi;
+    const float step = nesterov ? mi * b1 + one_minus_b1 * g : mi;
+    var[i] -= step * lr_t / (sqrtf(vi) + eps);
+  }
+}
+
 // y [n, h2, w2, c] = x [n, h, w, c] placed at (top, left), `value` around.
 __global__ void PadNhwcKernel(const float* x, float* y, int64_t total, int64_t h, int64_t w,
                               int64_t c, int64_t top, int64_t left, int64_t h2, int64_t w2,
@@ -340,6 +370,23 @@ cudaError_t WithCastType(CastType t, F f) {
 }
 
 }  // namespace
+
+cudaError_t LaunchApplyMomentum(float* var, float* accum, const float* lr, const float* grad,
+                                const float* momentum, bool nesterov, int64_t n,
+                                cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  ApplyMomentumKernel<<<Blocks(n), kThreads, 0, stream>>>(var, accum, lr, grad, momentum, nesterov,
+                                                         n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchApplyAdam(const AdamArgs& a, cudaStream_t stream) {
+  if (a.n == 0) return cudaSuccess;
+  ApplyAdamKernel<<<Blocks(a.n), kThreads, 0, stream>>>(
+      a.var, a.m, a.v, a.beta1_power, a.beta2_power, a.lr, a.beta1, a.beta2, a.epsilon, a.grad,
+      a.nesterov, a.n);
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchCast(CastType from, const void* x, CastType to, void* y, int64_t n,
                        cudaStream_t stream) {

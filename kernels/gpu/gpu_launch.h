@@ -58,6 +58,32 @@ cudaError_t LaunchFill(float* y, float value, int64_t n, cudaStream_t stream);
 cudaError_t LaunchApplyGradientDescent(float* var, const float* alpha, const float* delta,
                                        int64_t n, cudaStream_t stream);
 
+// accum = accum * momentum + grad; var -= lr * accum (Nesterov: var -=
+// grad * lr + accum * momentum * lr). Scalars in device memory.
+cudaError_t LaunchApplyMomentum(float* var, float* accum, const float* lr, const float* grad,
+                                const float* momentum, bool nesterov, int64_t n,
+                                cudaStream_t stream);
+
+// Adam as the CPU kernel computes it: lr_t = lr sqrt(1 - beta2_power) /
+// (1 - beta1_power); m += (grad - m)(1 - beta1); v += (grad^2 - v)(1 -
+// beta2); var -= lr_t m / (sqrt(v) + epsilon) (Nesterov: m beta1 + (1 -
+// beta1) grad for m). Scalars in device memory.
+struct AdamArgs {
+  float* var = nullptr;
+  float* m = nullptr;
+  float* v = nullptr;
+  const float* beta1_power = nullptr;
+  const float* beta2_power = nullptr;
+  const float* lr = nullptr;
+  const float* beta1 = nullptr;
+  const float* beta2 = nullptr;
+  const float* epsilon = nullptr;
+  const float* grad = nullptr;
+  bool nesterov = false;
+  int64_t n = 0;
+};
+cudaError_t LaunchApplyAdam(const AdamArgs& args, cudaStream_t stream);
+
 // The element types Cast converts between on the GPU.
 enum class CastType { kFloat, kDouble, kInt8, kUint8, kInt32, kInt64, kBool };
 

@@ -78,6 +78,9 @@ void RegisterCudnnKernels(KernelRegistry& r);
 // FusedBatchNorm V1-V3 and their gradients (batch_norm_ops.cc); called by
 // RegisterGpuKernels.
 void RegisterGpuBatchNormKernels(KernelRegistry& r);
+// ResourceApply{GradientDescent,Momentum,Adam} (training_ops.cc); called by
+// RegisterGpuKernels.
+void RegisterGpuTrainingKernels(KernelRegistry& r);
 
 }  // namespace graphrun
 

@@ -16,6 +16,7 @@
 #include "client/train/models.h"
 #include "client/train/ops_internal.h"
 #include "graph/node_def_util.h"
+#include "graph/testlib.h"
 #include "gtest/gtest.h"
 #include "runtime/device_factory.h"
 #include "runtime/direct_session.h"
@@ -450,6 +451,111 @@ TEST(GpuTest, BatchNormMatchesTheCpu) {
   }
 }
 
+// Variables on the GPU and their updates against the CPU:
+// ResourceApplyGradientDescent, Momentum (plain and Nesterov) and Adam,
+// three steps each from the same values; every variable and slot is read
+// back after each step, and the updates ran on the GPU.
+TEST(GpuTest, VariableUpdatesMatchTheCpu) {
+  REQUIRE_GPU();
+  auto graph = [](const std::string& device) {
+    std::string g;
+    auto node = [&](const std::string& text) {
+      g += "node { " + text + " device: '" + device + "' }\n";
+    };
+    auto scalar = [&](const std::string& name, float v) {
+      node("name: '" + name +
+           "' op: 'Const' attr { key: 'dtype' value { type: DT_FLOAT } } attr { key: 'value' "
+           "value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: " +
+           std::to_string(v) + " } } }");
+    };
+    node("name: 'grad' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } }");
+    node("name: 'init' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } }");
+    for (const char* v : {"gd", "mo", "mo_acc", "nm", "nm_acc", "ad", "ad_m", "ad_v"}) {
+      const std::string n(v);
+      node("name: '" + n +
+           "' op: 'VarHandleOp' attr { key: 'dtype' value { type: DT_FLOAT } } attr { key: "
+           "'shape' value { shape { dim { size: 1000 } } } } attr { key: 'shared_name' value { "
+           "s: '" +
+           n + "' } }");
+      node("name: 'init_" + n + "' op: 'AssignVariableOp' input: '" + n +
+           "' input: 'init' attr { key: 'dtype' value { type: DT_FLOAT } }");
+      node("name: 'read_" + n + "' op: 'ReadVariableOp' input: '" + n +
+           "' attr { key: 'dtype' value { type: DT_FLOAT } }");
+    }
+    scalar("lr", 0.1f);
+    scalar("momentum", 0.9f);
+    scalar("b1p", 0.81f);
+    scalar("b2p", 0.998f);
+    scalar("b1", 0.9f);
+    scalar("b2", 0.999f);
+    scalar("eps", 1e-7f);
+    const std::string t = " attr { key: 'T' value { type: DT_FLOAT } }";
+    node(
+        "name: 'apply_gd' op: 'ResourceApplyGradientDescent' input: 'gd' input: 'lr' input: "
+        "'grad'" +
+        t);
+    node(
+        "name: 'apply_mo' op: 'ResourceApplyMomentum' input: 'mo' input: 'mo_acc' input: 'lr' "
+        "input: 'grad' input: 'momentum'" +
+        t);
+    node(
+        "name: 'apply_nm' op: 'ResourceApplyMomentum' input: 'nm' input: 'nm_acc' input: 'lr' "
+        "input: 'grad' input: 'momentum' attr { key: 'use_nesterov' value { b: true } }" +
+        t);
+    node(
+        "name: 'apply_ad' op: 'ResourceApplyAdam' input: 'ad' input: 'ad_m' input: 'ad_v' "
+        "input: 'b1p' input: 'b2p' input: 'lr' input: 'b1' input: 'b2' input: 'eps' input: "
+        "'grad'" +
+        t);
+    return g;
+  };
+  const std::vector<std::string> reads = {"read_gd",     "read_mo", "read_mo_acc", "read_nm",
+                                          "read_nm_acc", "read_ad", "read_ad_m",   "read_ad_v"};
+  const std::vector<std::string> inits = {"init_gd",     "init_mo", "init_mo_acc", "init_nm",
+                                          "init_nm_acc", "init_ad", "init_ad_m",   "init_ad_v"};
+  const std::vector<std::string> applies = {"apply_gd", "apply_mo", "apply_nm", "apply_ad"};
+  std::mt19937 rng(5);
+  const Tensor init = Random({1000}, rng, 0, 1);
+  std::vector<Tensor> grads;
+  for (int i = 0; i < 3; ++i) grads.push_back(Random({1000}, rng));
+  std::map<std::string, std::vector<std::vector<Tensor>>> results;
+  for (const std::string device : {"/device:GPU:0", "/device:CPU:0"}) {
+    auto s = DirectSession::Create(SessionOptions());
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->Create(test::ParseGraph(graph(device))).ok());
+    ASSERT_TRUE((*s)->Run({{"init", init}}, {}, inits).ok());
+    for (int step = 0; step < 3; ++step) {
+      tensorflow::RunOptions ro;
+      ro.set_output_partition_graphs(true);
+      tensorflow::RunMetadata md;
+      auto r = (*s)->Run(ro, {{"grad", grads[step]}}, {}, applies, &md);
+      ASSERT_TRUE(r.ok()) << device << ": " << r.status();
+      for (const auto& p : md.partition_graphs()) {
+        for (const auto& n : p.node()) {
+          if (absl::StartsWith(n.name(), "apply_")) {
+            EXPECT_TRUE(absl::StrContains(n.device(), device.substr(8))) << n.name();
+          }
+        }
+      }
+      auto values = (*s)->Run({}, reads);
+      ASSERT_TRUE(values.ok()) << values.status();
+      results[device].push_back(*values);
+    }
+  }
+  for (int step = 0; step < 3; ++step) {
+    for (size_t k = 0; k < reads.size(); ++k) {
+      const Tensor& g = results["/device:GPU:0"][step][k];
+      const Tensor& c = results["/device:CPU:0"][step][k];
+      ASSERT_EQ(g.NumElements(), c.NumElements());
+      for (int64_t i = 0; i < g.NumElements(); ++i) {
+        ASSERT_NEAR(g.flat<float>()[i], c.flat<float>()[i],
+                    1e-5 * std::max(1.0f, std::fabs(c.flat<float>()[i])))
+            << reads[k] << " step " << step << " [" << i << "]";
+      }
+    }
+  }
+}
+
 TEST(GpuTest, OutOfGpuMemoryNamesTheNodeAndDevice) {
   REQUIRE_GPU();
   std::mt19937 rng(7);
@@ -464,8 +570,8 @@ TEST(GpuTest, OutOfGpuMemoryNamesTheNodeAndDevice) {
       << r.status();
 }
 
-// The MLP through the client API, on the CPU and with a GPU: the passes
-// run on the GPU, the variables stay on the CPU, the losses agree.
+// The MLP through the client API, on the CPU and with a GPU: the passes,
+// the variables and their updates run on the GPU, the losses agree.
 std::vector<float> TrainMlp(bool gpu, std::map<std::string, int>* ops_on_gpu) {
   using namespace client;         // NOLINT
   using namespace client::train;  // NOLINT
@@ -522,6 +628,9 @@ TEST(GpuTest, MlpTrainsOnTheGpuAsOnTheCpu) {
   EXPECT_LT(g.back(), g.front());
   EXPECT_EQ(ops["MatMul"], 8);
   EXPECT_EQ(ops["SparseSoftmaxCrossEntropyWithLogits"], 1);
+  // The variables live on the GPU: their reads and updates run there.
+  EXPECT_EQ(ops["ResourceApplyGradientDescent"], 6);
+  EXPECT_GE(ops["ReadVariableOp"], 6);
 }
 
 }  // namespace
