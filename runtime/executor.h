@@ -28,9 +28,17 @@
 
 namespace graphrun {
 
+class DeviceMgr;  // runtime/device.h
+
 struct ExecutorParams {
   DeviceBase* device = nullptr;                     // not owned
   const KernelRegistry* kernel_registry = nullptr;  // not owned
+  // The task's devices, for the bodies of call frames whose nodes ask for
+  // devices of their own (runtime/function_call.h); null: every body node
+  // runs on `device`. Not owned; outlives the executor.
+  DeviceMgr* device_mgr = nullptr;
+  // Soft placement for those bodies' nodes (the session's setting).
+  bool allow_soft_placement = false;
 };
 
 class Executor {

@@ -11,8 +11,12 @@
 #include "graph/node_def_util.h"
 #include "graph/ops/all_ops.h"
 #include "graph/status.h"
+#include "placement/device_spec.h"
+#include "placement/placer.h"
+#include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/local_rendezvous.h"
+#include "runtime/step_pipeline.h"
 
 namespace graphrun {
 namespace {
@@ -55,38 +59,58 @@ class Frame : public CallFrameInterface {
   std::vector<bool> set_;
 };
 
-class CallBody : public FunctionLibraryRuntime::Body {
- public:
-  CallBody(std::string name, std::unique_ptr<Executor> executor, size_t num_rets)
-      : name_(std::move(name)), executor_(std::move(executor)), num_rets_(num_rets) {}
+// One run of a body. It runs with a rendezvous and a cancellation manager
+// of its own: a failing body aborts only them, so the caller's step fails
+// with the call kernel's error (naming the call and the function), not
+// with the cancellations it would cause. Cancelling the caller's step
+// cancels the body.
+struct RunState {
+  RunState(std::vector<Tensor> args, size_t n) : frame(std::move(args), n) {}
+  Frame frame;
+  LocalRendezvous rendezvous;
+  CancellationManager cancellation;
+  CancellationManager* parent = nullptr;
+  CancellationToken token = 0;
+  std::unique_ptr<StepStatsCollector> stats;  // the body's nodes, under the call
 
-  // The body runs with a rendezvous and a cancellation manager of its own:
-  // a failing body aborts only them, so the caller's step fails with the
-  // call kernel's error (naming the call and the function), not with the
-  // cancellations it would cause. Cancelling the caller's step cancels
-  // the body.
-  void Run(OpKernelContext* ctx, std::vector<Tensor> args,
-           std::function<void(absl::StatusOr<std::vector<Tensor>>)> done) override {
-    struct State {
-      State(std::vector<Tensor> args, size_t n) : frame(std::move(args), n) {}
-      Frame frame;
-      LocalRendezvous rendezvous;
-      CancellationManager cancellation;
-      CancellationManager* parent = nullptr;
-      CancellationToken token = 0;
-      std::unique_ptr<StepStatsCollector> stats;  // the body's nodes, under the call
-    };
-    auto state = std::make_shared<State>(std::move(args), num_rets_);
+  // Null (after calling done) when the caller's step is already cancelled.
+  static std::shared_ptr<RunState> Start(
+      OpKernelContext* ctx, std::vector<Tensor> args, size_t num_rets, const std::string& name,
+      const std::function<void(absl::StatusOr<std::vector<Tensor>>)>& done) {
+    auto state = std::make_shared<RunState>(std::move(args), num_rets);
     state->parent = ctx->cancellation_manager();
     if (state->parent != nullptr) {
       state->token = state->parent->NewToken();
       if (!state->parent->RegisterCallback(
               state->token, [st = state.get()] { st->cancellation.StartCancel(); })) {
-        done(absl::CancelledError(
-            absl::StrCat("in function '", name_, "': the step was cancelled")));
-        return;
+        done(
+            absl::CancelledError(absl::StrCat("in function '", name, "': the step was cancelled")));
+        return nullptr;
       }
     }
+    return state;
+  }
+
+  void Finish(const absl::Status& s, const std::string& name,
+              const std::function<void(absl::StatusOr<std::vector<Tensor>>)>& done) {
+    if (parent != nullptr) parent->DeregisterCallback(token);
+    if (!s.ok()) {
+      done(absl::Status(s.code(), absl::StrCat("in function '", name, "': ", s.message())));
+      return;
+    }
+    done(frame.Take(name));
+  }
+};
+
+class CallBody : public FunctionLibraryRuntime::Body {
+ public:
+  CallBody(std::string name, std::unique_ptr<Executor> executor, size_t num_rets)
+      : name_(std::move(name)), executor_(std::move(executor)), num_rets_(num_rets) {}
+
+  void Run(OpKernelContext* ctx, std::vector<Tensor> args,
+           std::function<void(absl::StatusOr<std::vector<Tensor>>)> done) override {
+    std::shared_ptr<RunState> state = RunState::Start(ctx, std::move(args), num_rets_, name_, done);
+    if (state == nullptr) return;
     Executor::Args a;
     a.step_id = ctx->step_id();
     a.rendezvous = &state->rendezvous;
@@ -100,18 +124,48 @@ class CallBody : public FunctionLibraryRuntime::Body {
       a.stats_collector = state->stats.get();
     }
     executor_->RunAsync(a, [this, state, done = std::move(done)](const absl::Status& s) {
-      if (state->parent != nullptr) state->parent->DeregisterCallback(state->token);
-      if (!s.ok()) {
-        done(absl::Status(s.code(), absl::StrCat("in function '", name_, "': ", s.message())));
-        return;
-      }
-      done(state->frame.Take(name_));
+      state->Finish(s, name_, done);
     });
   }
 
  private:
   const std::string name_;
   std::unique_ptr<Executor> executor_;
+  const size_t num_rets_;
+};
+
+// A body placed over several devices of the task: one executor per device
+// (DeviceExecutors), joined through the run's own rendezvous.
+class MultiDeviceBody : public FunctionLibraryRuntime::Body {
+ public:
+  MultiDeviceBody(std::string name, std::shared_ptr<const DeviceExecutors> executors,
+                  size_t num_rets)
+      : name_(std::move(name)), executors_(std::move(executors)), num_rets_(num_rets) {}
+
+  void Run(OpKernelContext* ctx, std::vector<Tensor> args,
+           std::function<void(absl::StatusOr<std::vector<Tensor>>)> done) override {
+    std::shared_ptr<RunState> state = RunState::Start(ctx, std::move(args), num_rets_, name_, done);
+    if (state == nullptr) return;
+    DeviceExecutors::StepArgs a;
+    a.step_id = ctx->step_id();
+    a.rendezvous = &state->rendezvous;
+    a.call_frame = &state->frame;
+    a.cancellation = &state->cancellation;
+    a.runner = ctx->runner();
+    a.collectives = ctx->collective_executor();
+    if (ctx->stats_collector() != nullptr) {
+      a.stats_parent = ctx->stats_collector();
+      a.stats_prefix = ctx->op_kernel()->name();
+    }
+    DeviceExecutors::RunAsync(executors_, a,
+                              [this, state, done = std::move(done)](const absl::Status& s) {
+                                state->Finish(s, name_, done);
+                              });
+  }
+
+ private:
+  const std::string name_;
+  const std::shared_ptr<const DeviceExecutors> executors_;
   const size_t num_rets_;
 };
 
@@ -143,8 +197,9 @@ class BuildScope {
 
 class Runtime : public FunctionLibraryRuntime {
  public:
-  Runtime(const tensorflow::FunctionDefLibrary* library, const KernelRegistry* kernels)
-      : library_(library), kernels_(kernels) {}
+  Runtime(const tensorflow::FunctionDefLibrary* library, const KernelRegistry* kernels,
+          const FunctionRuntimeOptions& options)
+      : library_(library), kernels_(kernels), options_(options) {}
 
   absl::StatusOr<std::unique_ptr<Body>> Instantiate(const tensorflow::NameAttrList& f,
                                                     const DataTypeVector& in,
@@ -199,23 +254,81 @@ class Runtime : public FunctionLibraryRuntime {
           absl::StrCat("the graph's call-frame bodies make more than ", kMaxNodes,
                        " nodes (instantiating function '", f.name(), "')"));
     }
+    bool requests = false;
+    for (Node* n : graph->nodes()) requests |= !n->requested_device().empty();
+    if (requests && options_.device_mgr != nullptr) {
+      GR_ASSIGN_OR_RETURN(bool one_device, PlaceBody(f.name(), graph.get(), device));
+      if (!one_device) {
+        GR_ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutors> ex,
+                            DeviceExecutors::Build(*graph, options_.device_mgr, ops, *kernels_,
+                                                   options_.allow_soft_placement));
+        return std::unique_ptr<FunctionLibraryRuntime::Body>(
+            new MultiDeviceBody(f.name(), std::move(ex), out.size()));
+      }
+    }
     for (Node* n : graph->nodes()) n->set_assigned_device(device->name());
-    ExecutorParams params{device, kernels_};
+    ExecutorParams params{device, kernels_, options_.device_mgr, options_.allow_soft_placement};
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::Create(params, std::move(graph)));
     return std::unique_ptr<FunctionLibraryRuntime::Body>(
         new CallBody(f.name(), std::move(ex), out.size()));
   }
 
  private:
+  // Places the body's nodes over the caller's task's devices (the file
+  // comment of function_call.h). True when they all land on `device`.
+  absl::StatusOr<bool> PlaceBody(const std::string& fname, Graph* graph, DeviceBase* device) {
+    GR_ASSIGN_OR_RETURN(placement::DeviceSpec caller, placement::DeviceSpec::Parse(device->name()));
+    const placement::DeviceSpec task = caller.TaskPart();
+    for (Node* n : graph->nodes()) {
+      if (n->requested_device().empty()) continue;
+      absl::StatusOr<placement::DeviceSpec> want =
+          placement::DeviceSpec::Parse(n->requested_device());
+      if (!want.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("function '", fname, "': node '", n->name(),
+                                                       "': ", want.status().message()));
+      }
+      if (!want->TaskPart().IsCompatibleWith(task)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "function '", fname, "': node '", n->name(), "' asks for device '",
+            n->requested_device(), "', but a call frame runs on its caller's task (",
+            task.ToString(),
+            "); inline the function (drop _noinline) to place its nodes on other tasks"));
+      }
+    }
+    std::vector<placement::DeviceInfo> devices;
+    for (const auto& d : options_.device_mgr->devices()) {
+      absl::StatusOr<placement::DeviceSpec> s = placement::DeviceSpec::Parse(d->name());
+      if (s.ok() && s->TaskPart() == task) devices.push_back({d->name(), d->device_type()});
+    }
+    placement::PlacerOptions popts;
+    popts.default_device = device->name();
+    popts.allow_soft_placement = options_.allow_soft_placement;
+    const KernelRegistry* kr = kernels_;
+    popts.supports_device = [kr](const Node& n, const std::string& type) {
+      return kr->HasKernel(n.def(), type);
+    };
+    absl::Status placed = placement::Place(graph, devices, popts);
+    if (!placed.ok()) {
+      return absl::Status(placed.code(),
+                          absl::StrCat("function '", fname, "': ", placed.message()));
+    }
+    for (Node* n : graph->nodes()) {
+      if (n->assigned_device() != device->name()) return false;
+    }
+    return true;
+  }
+
   const tensorflow::FunctionDefLibrary* library_;
   const KernelRegistry* kernels_;
+  const FunctionRuntimeOptions options_;
 };
 
 }  // namespace
 
 std::unique_ptr<FunctionLibraryRuntime> NewFunctionLibraryRuntime(
-    const tensorflow::FunctionDefLibrary* library, const KernelRegistry* kernels) {
-  return std::make_unique<Runtime>(library, kernels);
+    const tensorflow::FunctionDefLibrary* library, const KernelRegistry* kernels,
+    const FunctionRuntimeOptions& options) {
+  return std::make_unique<Runtime>(library, kernels, options);
 }
 
 }  // namespace graphrun

@@ -7,7 +7,8 @@
 // canonicalised as every entry point's graph is (nested calls inlined,
 // functional control flow lowered; a nested `_noinline` call stays a call
 // frame of its own), and one Executor over it on the calling kernel's
-// device. Each Run executes that executor with a call frame of the call's
+// device, or one per device when its nodes ask for devices
+// (FunctionRuntimeOptions). Each Run executes that executor with a call frame of the call's
 // inputs, in the caller's step. When the step is traced, the body's node
 // stats go with the caller's device's, named under the call
 // ("CALL/FUNCTION/NODE", step_stats.h).
@@ -22,9 +23,28 @@
 
 namespace graphrun {
 
-// `library` and `kernels` must outlive the runtime and every body it makes.
+class DeviceMgr;  // runtime/device.h
+
+struct FunctionRuntimeOptions {
+  // The task's devices. With them, a body whose nodes ask for devices
+  // (a `device` attr in the FunctionDef, or colocation with such a node)
+  // is placed over this task's devices: unconstrained nodes, _Arg and
+  // _Retval on the calling kernel's device, the others where they ask;
+  // then partitioned per device, joined by _Send/_Recv through the call's
+  // own rendezvous, with one executor per device. A request naming
+  // another task is InvalidArgument naming the function, the node and the
+  // device: a call frame runs on its caller's task (inline the function,
+  // dropping `_noinline`, to place its nodes on other tasks). Null: every
+  // body node runs on the calling kernel's device.
+  DeviceMgr* device_mgr = nullptr;
+  bool allow_soft_placement = false;
+};
+
+// `library` and `kernels` (and options.device_mgr) must outlive the
+// runtime and every body it makes.
 std::unique_ptr<FunctionLibraryRuntime> NewFunctionLibraryRuntime(
-    const tensorflow::FunctionDefLibrary* library, const KernelRegistry* kernels);
+    const tensorflow::FunctionDefLibrary* library, const KernelRegistry* kernels,
+    const FunctionRuntimeOptions& options = {});
 
 }  // namespace graphrun
 

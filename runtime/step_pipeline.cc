@@ -154,7 +154,7 @@ void MarkHostMemoryRecvs(Device* device, const OpRegistry& op_registry,
 
 absl::StatusOr<std::unique_ptr<DeviceExecutors>> DeviceExecutors::Build(
     const Graph& graph, DeviceMgr* device_mgr, const OpRegistry& op_registry,
-    const KernelRegistry& kernels) {
+    const KernelRegistry& kernels, bool allow_soft_placement) {
   placement::PartitionOptions popts;
   popts.get_incarnation = [device_mgr](const std::string& name) -> uint64_t {
     auto d = device_mgr->Lookup(name);
@@ -170,7 +170,7 @@ absl::StatusOr<std::unique_ptr<DeviceExecutors>> DeviceExecutors::Build(
       MarkHostMemoryRecvs(device, op_registry, kernels, &pdef);
     }
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> pg, GraphFromGraphDef(pdef, op_registry, io));
-    ExecutorParams ep{device, &kernels};
+    ExecutorParams ep{device, &kernels, device_mgr, allow_soft_placement};
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::Create(ep, std::move(pg)));
     out->units_.push_back({device, std::move(ex), std::move(pdef)});
   }
@@ -203,15 +203,24 @@ void DeviceExecutors::RunAsync(std::shared_ptr<const DeviceExecutors> self, cons
   barrier->pending = static_cast<int>(n);
   barrier->done = std::move(done);
   barrier->executors = self;
-  ThreadPool* pool = p.inter_op_pool;
+  std::function<void(std::function<void()>)> runner = p.runner;
+  if (!runner) {
+    ThreadPool* pool = p.inter_op_pool;
+    runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+  }
   Executor::Args args;
   args.step_id = p.step_id;
   args.rendezvous = p.rendezvous;
   args.call_frame = p.call_frame;
   args.cancellation_manager = p.cancellation;
-  args.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+  args.runner = runner;
   args.collective_executor = p.collectives;
-  if (p.stats != nullptr) {
+  if (p.stats_parent != nullptr) {
+    for (size_t k = 0; k < n; ++k) {
+      barrier->collectors.push_back(
+          std::make_unique<StepStatsCollector>(p.stats_parent, p.stats_prefix));
+    }
+  } else if (p.stats != nullptr) {
     for (const Unit& u : self->units_) {
       auto* ds = p.stats->add_dev_stats();
       ds->set_device(u.device->name());
@@ -222,7 +231,7 @@ void DeviceExecutors::RunAsync(std::shared_ptr<const DeviceExecutors> self, cons
   CancellationManager* cm = p.cancellation;
   for (size_t k = 0; k < n; ++k) {
     Executor::Args a = args;
-    if (p.stats != nullptr) a.stats_collector = barrier->collectors[k].get();
+    if (!barrier->collectors.empty()) a.stats_collector = barrier->collectors[k].get();
     Executor* ex = self->units_[k].executor.get();
     auto start = [barrier, rendezvous, cm, a, ex] {
       ex->RunAsync(a, [barrier, rendezvous, cm](const absl::Status& s) {
@@ -253,7 +262,7 @@ void DeviceExecutors::RunAsync(std::shared_ptr<const DeviceExecutors> self, cons
       });
     };
     if (k + 1 < n || !p.run_last_inline) {
-      pool->Schedule(start);
+      runner(start);
     } else {
       start();
     }

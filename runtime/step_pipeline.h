@@ -79,10 +79,13 @@ class DeviceExecutors {
   // Partitions `graph` (every node assigned to a device of `device_mgr`)
   // per device and builds each piece's Executor. Errors name the node (a
   // device this task does not have, a missing kernel, bad attrs).
+  // `allow_soft_placement`: for the nodes of call-frame bodies
+  // (runtime/function_call.h), placed over device_mgr's devices.
   static absl::StatusOr<std::unique_ptr<DeviceExecutors>> Build(const Graph& graph,
                                                                 DeviceMgr* device_mgr,
                                                                 const OpRegistry& op_registry,
-                                                                const KernelRegistry& kernels);
+                                                                const KernelRegistry& kernels,
+                                                                bool allow_soft_placement = false);
 
   struct StepArgs {
     int64_t step_id = 0;
@@ -90,8 +93,14 @@ class DeviceExecutors {
     CallFrameInterface* call_frame = nullptr;     // not owned; outlives the step
     CancellationManager* cancellation = nullptr;  // not owned; outlives the step
     ThreadPool* inter_op_pool = nullptr;          // not owned
-    CollectiveExecutor* collectives = nullptr;    // not owned; null = none
-    tensorflow::StepStats* stats = nullptr;       // null = no tracing
+    // Instead of inter_op_pool when set (a call frame: its caller's).
+    std::function<void(std::function<void()>)> runner;
+    CollectiveExecutor* collectives = nullptr;  // not owned; null = none
+    tensorflow::StepStats* stats = nullptr;     // null = no tracing
+    // Instead of `stats` when set (a call frame): every device's nodes go
+    // to this collector (the caller's), named "stats_prefix/NODE".
+    StepStatsCollector* stats_parent = nullptr;
+    std::string stats_prefix;
     // false: every device's executor starts on the pool (the caller's
     // thread is free at once, to watch a deadline); true: the last starts
     // on the caller's thread (cheap graphs finish without a switch).
