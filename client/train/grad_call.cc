@@ -38,6 +38,7 @@
 #include "client/train/grad_internal.h"
 #include "client/train/grad_while.h"
 #include "client/train/gradients.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "graph/function_lowering.h"
 
 namespace graphrun {
@@ -190,16 +191,13 @@ Outs CallThroughGradientFunction(const Scope& s, const Node* call, const std::st
   if (!fs.ok()) return fs.status();
 
   // The graph as a function: placeholders become arguments, the gradients
-  // its results. Body inputs keep the graph's "node:index" form.
-  std::string name = fname + "_grad";
-  for (int k = 2; FindFunction(g->library(), name) != nullptr; ++k) {
-    name = absl::StrCat(fname, "_grad_", k);
-  }
+  // its results. Body inputs keep the graph's "node:index" form. Named
+  // below, once its contents are known.
+  std::string name;
   tensorflow::GraphDef body;
   fs.graph()->ToGraphDef(&body);
   tensorflow::FunctionDef fd;
   tensorflow::OpDef* sig = fd.mutable_signature();
-  sig->set_name(name);
   sig->set_is_stateful(true);
   (*fd.mutable_attr())[kNoInlineAttr].set_b(true);
   absl::flat_hash_set<std::string> args;
@@ -246,7 +244,19 @@ Outs CallThroughGradientFunction(const Scope& s, const Node* call, const std::st
       *g->mutable_library()->add_function() = f;
     }
   }
-  *g->mutable_library()->add_function() = std::move(fd);
+  // `<f>_grad`, or `<f>_grad_2`, ... when that name holds another
+  // function; the same gradient taken again (gradients of one graph asked
+  // for twice) reuses the function it made the first time.
+  for (int k = 1;; ++k) {
+    name = k == 1 ? fname + "_grad" : absl::StrCat(fname, "_grad_", k);
+    sig->set_name(name);
+    const tensorflow::FunctionDef* have = FindFunction(g->library(), name);
+    if (have == nullptr) {
+      *g->mutable_library()->add_function() = std::move(fd);
+      break;
+    }
+    if (google::protobuf::util::MessageDifferencer::Equals(*have, fd)) break;
+  }
 
   std::vector<Input> in(xs.begin(), xs.end());
   in.insert(in.end(), grad_ys.begin(), grad_ys.end());

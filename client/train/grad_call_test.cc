@@ -601,13 +601,21 @@ TEST_P(LoopInACallInALoopTest, DifferentiatesThroughAGradientFunction) {
   ASSERT_TRUE(grads.ok()) << grads.status();
   ASSERT_NE(FindFunction(s.graph()->library(), squaring ? "squaring_grad" : "doubling_grad"),
             nullptr);
+  // Asked for again, the same gradient reuses the function it made.
+  const int functions = s.graph()->library().function_size();
+  auto again = AddSymbolicGradients(s, {y}, {x0}, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(s.graph()->library().function_size(), functions);
+  EXPECT_EQ(FindFunction(s.graph()->library(), squaring ? "squaring_grad_2" : "doubling_grad_2"),
+            nullptr);
   ClientSession session(s);
   for (float x : {1.5f, -0.5f}) {
-    auto out = session.Run({{x0, Tensor::Scalar<float>(x)}}, {y, (*grads)[0]});
+    auto out = session.Run({{x0, Tensor::Scalar<float>(x)}}, {y, (*grads)[0], (*again)[0]});
     ASSERT_TRUE(out.ok()) << out.status();
     const float x7 = x * x * x * x * x * x * x;
     EXPECT_EQ((*out)[0].scalar<float>(), squaring ? x7 * x : 8 * x) << "x0=" << x;
     EXPECT_EQ((*out)[1].scalar<float>(), squaring ? 8 * x7 : 8.0f) << "x0=" << x;
+    EXPECT_EQ((*out)[2].scalar<float>(), (*out)[1].scalar<float>()) << "x0=" << x;
   }
 }
 
