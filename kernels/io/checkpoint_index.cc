@@ -237,6 +237,9 @@ absl::Status DecodeIndex(absl::string_view bytes, const std::string& file, int* 
   if (!legacy) {
     if (!IsTfIndex(bytes)) return corrupt("not a checkpoint index (no table magic number)");
     absl::Status s = DecodeTfIndex(bytes, num_shards, entries);
+    if (absl::IsUnimplemented(s)) {  // a version or byte order this reader lacks
+      return absl::UnimplementedError(absl::StrCat("checkpoint index ", file, ": ", s.message()));
+    }
     if (!s.ok()) return corrupt(s.message());
     std::sort(entries->begin(), entries->end(), EntryLess);
     s = CheckConsistent(*entries);

@@ -122,7 +122,9 @@ std::string EncodeTfIndex(int num_shards, const std::vector<BundleEntry>& entrie
 bool IsTfIndex(absl::string_view bytes);
 // Parses a TensorFlow .index table (snappy-compressed blocks too) into
 // entries, unsorted; partitioned tensors come out as one entry per slice.
-// InvalidArgument saying what is wrong (the caller names the file).
+// InvalidArgument saying what is wrong (the caller names the file);
+// Unimplemented for a header this reader cannot read (big-endian, a
+// version that needs a newer reader).
 absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
                            std::vector<BundleEntry>* entries);
 // Decodes a string tensor in TensorFlow's layout (EncodeStrings), checking

@@ -326,22 +326,26 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
     PutFixed32(&file, Mask(checkpoint::Crc32c(0, with_type.data(), with_type.size())));
     return handle;
   };
-  std::string compressed;
   // "v": a DT_VARIANT (21) scalar, as tf.data iterator state is saved:
   // listed, but only its own lookup fails.
   std::string v_entry;
   field_varint(&v_entry, 1, 21);
   field_bytes(&v_entry, 2, "");
   field_varint(&v_entry, 5, 3);
-  const std::string records = block({{"", header}, {"s", s_entry}, {"v", v_entry}, {"w", entry}});
-  snappy::Compress(records.data(), records.size(), &compressed);
-  std::string data_handle = append(compressed, 1);
-  std::string footer = append(block({}), 0);
-  footer += append(block({{"w", data_handle}}), 0);
-  footer.resize(40, '\0');
-  PutFixed32(&footer, 0x8b80fb57u);
-  PutFixed32(&footer, 0xdb477524u);
-  WriteAll(prefix + ".index", file + footer);
+  auto write_index = [&](const std::string& header) {
+    file.clear();
+    std::string compressed;
+    const std::string records = block({{"", header}, {"s", s_entry}, {"v", v_entry}, {"w", entry}});
+    snappy::Compress(records.data(), records.size(), &compressed);
+    std::string data_handle = append(compressed, 1);
+    std::string footer = append(block({}), 0);
+    footer += append(block({{"w", data_handle}}), 0);
+    footer.resize(40, '\0');
+    PutFixed32(&footer, 0x8b80fb57u);
+    PutFixed32(&footer, 0xdb477524u);
+    WriteAll(prefix + ".index", file + footer);
+  };
+  write_index(header);
 
   auto reader = checkpoint::BundleReader::Open(prefix);
   ASSERT_TRUE(reader.ok()) << reader.status();
@@ -355,6 +359,36 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   EXPECT_EQ(variant.status().code(), absl::StatusCode::kUnimplemented) << variant.status();
   EXPECT_THAT(std::string(variant.status().message()),
               ::testing::HasSubstr("tensor 'v' in checkpoint '" + prefix + "' has dtype"));
+
+  // The header's VersionDef (field 3: producer 1, min_consumer 2,
+  // bad_consumers 3), checked as TensorFlow's CheckVersions does against
+  // the bundle format's version 1: a checkpoint for newer readers, or one
+  // that bans version 1, is refused naming the file; a newer producer that
+  // still accepts version 1 is read.
+  auto header_with = [&](uint64_t producer, uint64_t min_consumer, uint64_t bad) {
+    std::string v, h;
+    field_varint(&v, 1, producer);
+    if (min_consumer > 0) field_varint(&v, 2, min_consumer);
+    if (bad > 0) field_varint(&v, 3, bad);
+    field_varint(&h, 1, 1);
+    field_bytes(&h, 3, v);
+    return h;
+  };
+  write_index(header_with(2, 2, 0));
+  auto newer = checkpoint::BundleReader::Open(prefix);
+  ASSERT_EQ(newer.status().code(), absl::StatusCode::kUnimplemented) << newer.status();
+  EXPECT_THAT(std::string(newer.status().message()),
+              ::testing::HasSubstr("needs a reader of version 2 or later"));
+  EXPECT_THAT(std::string(newer.status().message()), ::testing::HasSubstr(prefix + ".index"));
+  write_index(header_with(2, 0, 1));
+  auto banned = checkpoint::BundleReader::Open(prefix);
+  ASSERT_EQ(banned.status().code(), absl::StatusCode::kUnimplemented) << banned.status();
+  EXPECT_THAT(std::string(banned.status().message()),
+              ::testing::HasSubstr("bans readers of version 1"));
+  write_index(header_with(3, 1, 2));
+  auto accepted = checkpoint::BundleReader::Open(prefix);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_THAT((*accepted)->Lookup("w")->flat<float>(), ElementsAre(0.5f, -2.0f));
 }
 
 }  // namespace

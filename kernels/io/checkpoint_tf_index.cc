@@ -31,6 +31,9 @@ namespace checkpoint {
 namespace {
 
 constexpr uint64_t kTableMagic = 0xdb4775248b80fb57ull;
+// TensorFlow's kTensorBundleVersion: the format version graphrun writes
+// (as producer) and reads (as consumer).
+constexpr int kBundleVersion = 1;
 constexpr size_t kFooterSize = 48;
 constexpr size_t kBlockTrailerSize = 5;
 constexpr int kRestartInterval = 16;
@@ -387,7 +390,7 @@ std::string EncodeTfIndex(int num_shards, const std::vector<BundleEntry>& entrie
   tensorflow::BundleHeaderProto header;
   header.set_num_shards(num_shards);
   header.set_endianness(tensorflow::BundleHeaderProto::LITTLE);
-  header.mutable_version()->set_producer(1);
+  header.mutable_version()->set_producer(kBundleVersion);
   records[""] = header.SerializeAsString();
   for (size_t i = 0; i < entries.size();) {
     size_t j = i + 1;
@@ -466,7 +469,21 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
                   return absl::InvalidArgumentError("unparsable header");
                 }
                 if (h.endianness() != tensorflow::BundleHeaderProto::LITTLE) {
-                  return absl::InvalidArgumentError("big-endian checkpoints are not supported");
+                  return absl::UnimplementedError("big-endian checkpoints are not supported");
+                }
+                // TensorFlow's CheckVersions against the bundle format's
+                // version (kTensorBundleVersion, 1; any producer is read).
+                if (h.version().min_consumer() > kBundleVersion) {
+                  return absl::UnimplementedError(absl::StrCat(
+                      "the checkpoint needs a reader of version ", h.version().min_consumer(),
+                      " or later (its min_consumer); this reader is version ", kBundleVersion));
+                }
+                for (int bad : h.version().bad_consumers()) {
+                  if (bad == kBundleVersion) {
+                    return absl::UnimplementedError(
+                        absl::StrCat("the checkpoint bans readers of version ", kBundleVersion,
+                                     " (its bad_consumers)"));
+                  }
                 }
                 if (h.num_shards() < 1 || h.num_shards() > kMaxShards) {
                   return absl::InvalidArgumentError(
