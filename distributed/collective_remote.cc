@@ -299,6 +299,10 @@ absl::Status RemoteCollectives::Deliver(const std::string& key, const Tensor& va
       refused = absl::ResourceExhaustedError(
           absl::StrCat("task ", task_, ": collective pieces pushed ahead of their runs exceed ",
                        kMaxInboxBytes, " bytes"));
+    } else if (inbox_.size() >= kMaxInboxPieces) {
+      refused = absl::ResourceExhaustedError(
+          absl::StrCat("task ", task_, ": ", inbox_.size(),
+                       " collective pieces pushed ahead of their runs, the most it keeps"));
     } else {
       inbox_bytes_ += value.TotalBytes();
       inbox_.emplace(key, value);

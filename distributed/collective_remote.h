@@ -99,12 +99,13 @@ class RemoteCollectives final : public CollectiveExecutor {
   // this task's collectives aborted, its peers told, as the pusher was
   // told OK): a key that is no piece (InvalidArgument), a piece that could
   // not be allocated (an uninitialized `value`) or held ahead of its run
-  // over kMaxInboxBytes (ResourceExhausted), a piece pushed twice
-  // (AlreadyExists). After an abort: the abort status. A peer's abort
-  // notice (a key under "collective;abort;") aborts this task with the
-  // peer's status.
+  // over kMaxInboxBytes or kMaxInboxPieces (ResourceExhausted: empty
+  // pieces count too), a piece pushed twice (AlreadyExists). After an
+  // abort: the abort status. A peer's abort notice (a key under
+  // "collective;abort;") aborts this task with the peer's status.
   absl::Status Deliver(const std::string& key, const Tensor& value);
   static constexpr int64_t kMaxInboxBytes = int64_t{1} << 30;
+  static constexpr size_t kMaxInboxPieces = size_t{1} << 16;
   // Recursive doubling pushes its pieces (above). Set before the first
   // Run, the same on every member (it is part of the signature).
   void set_push(bool push) { push_ = push; }
@@ -123,6 +124,15 @@ class RemoteCollectives final : public CollectiveExecutor {
   // published: a task that finished its last collective stays to serve
   // them before it stops.
   void Drain(int timeout_ms);
+
+  // What the leader keeps for its members, at most: groups (each up to
+  // kMaxGroupSize devices) and instances waiting for their members. A
+  // join or instance past them is refused (InvalidArgument for the group
+  // size, ResourceExhausted for the tables), so a member that names new
+  // groups or instances without end cannot exhaust the leader's memory.
+  static constexpr int kMaxGroupSize = 1 << 16;
+  static constexpr size_t kMaxLeaderGroups = size_t{1} << 16;
+  static constexpr size_t kMaxLeaderInstances = size_t{1} << 16;
 
   struct RunState;
 

@@ -130,6 +130,12 @@ void RemoteCollectives::ServeInstance(const std::string& key, CallOptions* opts,
                static_cast<int>(git->second.devices.size()) != size) {
       refused = absl::FailedPreconditionError(
           absl::StrCat("instance ", instance, " of group ", group, " before the group formed"));
+    } else if (leader_instances_.size() >= kMaxLeaderInstances &&
+               leader_instances_.count({group, instance, run}) == 0) {
+      refused = absl::ResourceExhaustedError(
+          absl::StrCat("task ", task_, ": the collective leader holds ", leader_instances_.size(),
+                       " instances waiting for members, the most it keeps; instance ", instance,
+                       " of group ", group, " (device ", device, ") is refused"));
     }
     if (refused.ok()) {
       LeaderInstance& inst = leader_instances_[{group, instance, run}];
@@ -240,6 +246,12 @@ void RemoteCollectives::ServeJoin(const std::string& key, CallOptions* opts, Rec
     done(absl::InvalidArgumentError(absl::StrCat("task ", task_, ": bad join key '", key, "'")));
     return;
   }
+  if (size > kMaxGroupSize) {
+    done(absl::InvalidArgumentError(absl::StrCat("group ", group, ": group_size ", size,
+                                                 " is over the limit of ", kMaxGroupSize,
+                                                 " devices (device ", parts[2], ")")));
+    return;
+  }
   const std::string& device = parts[2];
   std::vector<Waiter> answer;
   std::string members;
@@ -247,13 +259,18 @@ void RemoteCollectives::ServeJoin(const std::string& key, CallOptions* opts, Rec
   const uint64_t call = ArmLeaderCancel(opts);
   {
     std::lock_guard<std::mutex> l(mu_);
-    auto [it, inserted] = leader_groups_.try_emplace(group);
-    LeaderGroup& g = it->second;
-    if (inserted) g.size = size;
+    const bool full = leader_groups_.size() >= kMaxLeaderGroups && !leader_groups_.count(group);
+    LeaderGroup none;  // past the limit: refused below, never made
+    LeaderGroup& g = full ? none : leader_groups_[group];
+    if (g.size == 0) g.size = size;
     if (EndArming(call)) {
       refused = absl::CancelledError(absl::StrCat("task ", task_, ": collective wait cancelled"));
     } else if (!aborted_.ok()) {
       refused = aborted_;
+    } else if (full) {
+      refused = absl::ResourceExhaustedError(absl::StrCat(
+          "task ", task_, ": the collective leader holds ", leader_groups_.size(),
+          " groups, the most it keeps; group ", group, " of device ", device, " is refused"));
     } else if (g.size != size) {
       refused = absl::InvalidArgumentError(absl::StrCat("group ", group, " has group_size ", g.size,
                                                         " (set by its first member) but device ",

@@ -4,9 +4,12 @@
 // the data channel. Results are the exact mean, bit-identical on every
 // worker, for recursive doubling and for the segmented ring; bad members
 // and a stopped peer are clear errors naming the device or task.
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -356,6 +359,78 @@ TEST_F(CollectiveClusterTest, LeaderWaitsEndWhenTheirCallsAreCancelled) {
   serve(inst_key, &early);
   ASSERT_TRUE(early.done.HasBeenNotified());
   EXPECT_EQ(early.status.code(), absl::StatusCode::kCancelled) << early.status;
+  cluster_->StopAll();
+}
+
+// The leader keeps at most kMaxLeaderGroups groups of kMaxGroupSize
+// devices and kMaxLeaderInstances instances waiting for members: a member
+// naming new ones without end is refused, and what it already has works.
+TEST_F(CollectiveClusterTest, LeaderTablesAreBounded) {
+  StartCluster(2);
+  RemoteCollectives* rc = cluster_->server("worker", 0)->collectives();
+  const std::string dev0 = "/job:worker/replica:0/task:0/device:CPU:0";
+  const std::string dev1 = "/job:worker/replica:0/task:1/device:CPU:0";
+  std::deque<CallOptions> opts;
+  std::deque<RecvTensorResult> outs;
+  std::atomic<int> answered{0};
+  std::mutex mu;
+  absl::Status last;  // the latest answer (guarded by mu)
+  auto serve = [&](const std::string& key) {
+    opts.emplace_back();
+    outs.emplace_back();
+    rc->Serve(key, &opts.back(), &outs.back(), [&](const absl::Status& s) {
+      std::lock_guard<std::mutex> l(mu);
+      last = s;
+      answered.fetch_add(1);
+    });
+  };
+  serve(absl::StrCat("collective;join;1;", RemoteCollectives::kMaxGroupSize + 1, ";", dev0));
+  ASSERT_EQ(answered.load(), 1);
+  EXPECT_EQ(last.code(), absl::StatusCode::kInvalidArgument) << last;
+  EXPECT_THAT(std::string(last.message()), HasSubstr("group_size 65537 is over the limit"));
+
+  // Groups 0..N-1 of two devices, each waiting for its second member.
+  const int groups = static_cast<int>(RemoteCollectives::kMaxLeaderGroups);
+  for (int g = 0; g < groups; ++g) serve(absl::StrCat("collective;join;", g, ";2;", dev0));
+  EXPECT_EQ(answered.load(), 1);
+  serve(absl::StrCat("collective;join;", groups, ";2;", dev0));
+  ASSERT_EQ(answered.load(), 2);
+  EXPECT_EQ(last.code(), absl::StatusCode::kResourceExhausted) << last;
+  EXPECT_THAT(std::string(last.message()), HasSubstr("holds 65536 groups"));
+  // A group the leader has still forms.
+  serve("collective;join;7;2;" + dev1);
+  ASSERT_EQ(answered.load(), 4);  // both members of group 7
+  EXPECT_TRUE(last.ok()) << last;
+
+  // Instances of group 7, each waiting for dev1.
+  const int instances = static_cast<int>(RemoteCollectives::kMaxLeaderInstances);
+  for (int i = 0; i < instances; ++i) {
+    serve(absl::StrCat("collective;inst;7;", i, ";0;2;", dev0, ";a;0;float[4]"));
+  }
+  EXPECT_EQ(answered.load(), 4);
+  serve(absl::StrCat("collective;inst;7;", instances, ";0;2;", dev0, ";a;0;float[4]"));
+  ASSERT_EQ(answered.load(), 5);
+  EXPECT_EQ(last.code(), absl::StatusCode::kResourceExhausted) << last;
+  EXPECT_THAT(std::string(last.message()), HasSubstr("holds 65536 instances waiting"));
+  // One the leader has still resolves.
+  serve("collective;inst;7;3;0;2;" + dev1 + ";a;0;float[4]");
+  ASSERT_EQ(answered.load(), 7);
+  EXPECT_TRUE(last.ok()) << last;
+  EXPECT_EQ(std::string(outs.back().tensor.raw_data(), outs.back().tensor.TotalBytes()), "ok");
+  // Pieces pushed ahead of their runs: empty ones count too. The one past
+  // the limit is refused, which aborts the task's collectives (answering
+  // every waiter above).
+  const int pieces = static_cast<int>(RemoteCollectives::kMaxInboxPieces);
+  for (int k = 0; k < pieces; ++k) {
+    absl::Status d = rc->Deliver(absl::StrCat("collective;buf;9;1;1;rd", k, ";1"),
+                                 Tensor(DT_FLOAT, TensorShape({0})));
+    ASSERT_TRUE(d.ok()) << k << ": " << d;
+  }
+  absl::Status over =
+      rc->Deliver("collective;buf;9;1;1;late;1", Tensor(DT_FLOAT, TensorShape({0})));
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted) << over;
+  EXPECT_THAT(std::string(over.message()), HasSubstr("65536 collective pieces pushed ahead"));
+  EXPECT_EQ(answered.load(), 7 + (groups - 1) + (instances - 1));
   cluster_->StopAll();
 }
 
