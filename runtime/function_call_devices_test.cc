@@ -89,7 +89,7 @@ void ExpectResults(const std::vector<Tensor>& out) {
   for (const Tensor& t : out) EXPECT_EQ(t.memory_space(), nullptr);
 }
 
-TEST(CallFrameDevicesTest, BodyNodesRunOnTheTestAccelDeviceTheyAskFor) {
+TEST(TestAccelCallFrameTest, BodyNodesRunOnTheTestAccelDeviceTheyAskFor) {
   auto registry = Registry();
   auto s = Session(registry.get(), 2, false, GraphWithDevice("/device:TEST_ACCEL:1"));
   ASSERT_TRUE(s.ok()) << s.status();
@@ -128,7 +128,7 @@ TEST(CallFrameDevicesTest, BodyNodesRunOnTheTestAccelDeviceTheyAskFor) {
   }
 }
 
-TEST(CallFrameDevicesTest, WithoutTheTestAccelDeviceSoftPlacementDecides) {
+TEST(TestAccelCallFrameTest, WithoutTheTestAccelDeviceSoftPlacementDecides) {
   auto registry = Registry();
   const std::string g = GraphWithDevice("/device:TEST_ACCEL:0");
   // No accelerator, no soft placement: an error naming the function, the
@@ -157,7 +157,7 @@ TEST(CallFrameDevicesTest, WithoutTheTestAccelDeviceSoftPlacementDecides) {
   }
 }
 
-TEST(CallFrameDevicesTest, ABodyNodeOnAnotherTaskIsAnError) {
+TEST(TestAccelCallFrameTest, ABodyNodeOnAnotherTaskIsAnError) {
   auto registry = Registry();
   auto s = Session(registry.get(), 1, true, GraphWithDevice("/job:ps/task:0"));
   absl::Status st = s.status();
