@@ -25,6 +25,7 @@
 #include "distributed/rpc/data_channel_testlib.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/sanitizers.h"
 #include "util/tls_certs.h"
 
 namespace graphrun {
@@ -251,7 +252,9 @@ TEST_P(DataChannelTest, TimeoutIsDeadlineExceeded) {
   absl::Status s = Recv(*conn_, "hang", &r, &opts);
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr(kWho));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  if (!kSanitized) {
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  }
 }
 
 TEST_P(DataChannelTest, OversizedTensorIsResourceExhaustedAndDrained) {
@@ -606,7 +609,9 @@ TEST(DataChannelKillTest, KilledPeerIsUnavailableWithinDeadline) {
   waitpid(pid, nullptr, 0);
   std::unique_lock<std::mutex> l(mu);
   ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(5), [&] { return done; }));
-  EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(2));
+  if (!kSanitized) {
+    EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(2));
+  }
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr(kWho));
 }

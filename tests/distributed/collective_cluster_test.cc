@@ -20,6 +20,7 @@
 #include "graph/testlib.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
+#include "tests/sanitizers.h"
 #include "util/notification.h"
 
 namespace graphrun {
@@ -238,7 +239,9 @@ TEST_F(CollectiveClusterTest, AFailedMemberTellsItsWaitingPeers) {
   ASSERT_FALSE(r1.ok());
   EXPECT_EQ(r1.status().code(), absl::StatusCode::kDeadlineExceeded) << r1.status();
   t0.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  if (!kSanitized) {
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  }
   ASSERT_FALSE(r0.ok());
   EXPECT_EQ(r0.status().code(), absl::StatusCode::kDeadlineExceeded) << r0.status();
   EXPECT_THAT(std::string(r0.status().message()),
@@ -264,7 +267,9 @@ TEST_F(CollectiveClusterTest, ARefusedPieceAbortsTheReceiverAndTellsItsPeers) {
   const auto start = std::chrono::steady_clock::now();
   auto r1 = both[1]->Run({{"x", Random(8, 4)}}, {"r"}, {});
   ASSERT_FALSE(r1.ok());
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  if (!kSanitized) {
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  }
   EXPECT_EQ(r1.status().code(), absl::StatusCode::kResourceExhausted) << r1.status();
   EXPECT_THAT(std::string(r1.status().message()), HasSubstr("could not be allocated"));
   both.clear();
@@ -548,7 +553,9 @@ TEST_F(CollectiveClusterTest, StoppedPeerFailsTheCollectiveNamingIt) {
   ASSERT_FALSE(r0.ok());
   EXPECT_EQ(r0.status().code(), absl::StatusCode::kUnavailable) << r0.status();
   EXPECT_THAT(std::string(r0.status().message()), HasSubstr("/job:worker/replica:0/task:1"));
-  EXPECT_LT(took, std::chrono::seconds(5));
+  if (!kSanitized) {
+    EXPECT_LT(took, std::chrono::seconds(5));
+  }
   both.clear();
   cluster_->StopAll();
 }
