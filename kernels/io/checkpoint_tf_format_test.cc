@@ -6,6 +6,7 @@
 // builds a snappy-compressed table by hand for the reader.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -15,6 +16,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/io/checkpoint_internal.h"
 #include "kernels/io/checkpoint_util.h"
 #include "snappy.h"
 
@@ -389,6 +391,72 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   auto accepted = checkpoint::BundleReader::Open(prefix);
   ASSERT_TRUE(accepted.ok()) << accepted.status();
   EXPECT_THAT((*accepted)->Lookup("w")->flat<float>(), ElementsAre(0.5f, -2.0f));
+}
+
+// Checkpoints graphrun wrote in its first format (index magic "GRCKPTIX",
+// strings as 8-byte lengths then bytes, no length checksum) stay readable:
+// a float tensor, a string tensor and two slices of a partitioned one.
+TEST(TfCheckpointFormatTest, GraphrunsFirstFormatStaysReadable) {
+  const std::string prefix = TempDir("legacy") + "/old.ckpt";
+  std::string data;
+  std::vector<checkpoint::BundleEntry> entries;
+  auto add = [&](const std::string& name, DataType dt, TensorShape shape,
+                 checkpoint::TensorSlice slice, const std::string& bytes) {
+    checkpoint::BundleEntry e;
+    e.name = name;
+    e.dtype = dt;
+    e.shape = shape;
+    e.slice = slice;
+    e.offset = data.size();
+    e.size = bytes.size();
+    e.crc32c = checkpoint::Crc32c(0, bytes.data(), bytes.size());
+    data += bytes;
+    entries.push_back(e);
+  };
+  auto floats = [](std::vector<float> v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  };
+  auto whole = [](const TensorShape& shape) {
+    return *checkpoint::TensorSlice::Full(shape.dims()).Resolve(shape);
+  };
+  add("a", DT_FLOAT, TensorShape({2, 3}), whole(TensorShape({2, 3})), floats({1, 2, 3, 4, 5, 6}));
+  std::string strings;
+  for (uint64_t len : {uint64_t{2}, uint64_t{1}}) {
+    strings.append(reinterpret_cast<const char*>(&len), 8);
+  }
+  strings += "abc";
+  add("s", DT_STRING, TensorShape({2}), whole(TensorShape({2})), strings);
+  auto rows = [](int64_t start) {
+    checkpoint::TensorSlice out;  // rows start..start+1 of [4, 1], resolved
+    out.AddDim(start, 2);
+    out.AddDim(0, 1);
+    return out;
+  };
+  add("p", DT_FLOAT, TensorShape({4, 1}), rows(0), floats({7, 8}));
+  add("p", DT_FLOAT, TensorShape({4, 1}), rows(2), floats({9, 10}));
+  std::sort(entries.begin(), entries.end(), checkpoint::EntryLess);
+  WriteAll(prefix + ".data-00000-of-00001", data);
+  const std::string index = checkpoint::EncodeLegacyIndex(1, entries);
+  ASSERT_EQ(index.substr(0, 8), "GRCKPTIX");
+  WriteAll(prefix + ".index", index);
+
+  auto reader = checkpoint::BundleReader::Open(prefix);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto a = (*reader)->Lookup("a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_THAT(a->flat<float>(), ElementsAre(1, 2, 3, 4, 5, 6));
+  auto s = (*reader)->Lookup("s");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->flat<std::string>(), ElementsAre("ab", "c"));
+  auto p = (*reader)->Lookup("p");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_THAT(p->flat<float>(), ElementsAre(7, 8, 9, 10));
+  // A flipped data byte is caught by the legacy entry's checksum.
+  data[3] ^= 1;
+  WriteAll(prefix + ".data-00000-of-00001", data);
+  auto flipped = checkpoint::BundleReader::Open(prefix);
+  ASSERT_TRUE(flipped.ok()) << flipped.status();
+  EXPECT_EQ((*flipped)->Lookup("a").status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace
