@@ -36,6 +36,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterGpuKernels(r);
   RegisterAcceleratorTransferKernels(r, kDeviceGpu);
   RegisterAcceleratorVariableKernels(r, kDeviceGpu, {DT_FLOAT});
+  RegisterAcceleratorCollectiveKernels(r, kDeviceGpu, {DT_FLOAT});
 #endif
 }
 

@@ -132,6 +132,39 @@ TEST(GraphrunCliTest, TestAccelDeviceAndSoftPlacement) {
   EXPECT_THAT(cpu.err, HasSubstr("matches no device"));
 }
 
+// MirroredStrategy over two TEST_ACCEL devices through `graphrun train`:
+// the replicas' all-reduce stages their data through the host, and the
+// run learns. Without the devices: an error naming the type.
+TEST(GraphrunCliTest, TestAccelMirroredTraining) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+    GTEST_SKIP() << "no dataset-fashion-mnist";
+  }
+  const std::vector<std::string> train = {"train",
+                                          "--distribution=mirrored",
+                                          "--num_replicas=2",
+                                          "--replica_device_type=TEST_ACCEL",
+                                          "--steps=30",
+                                          "--batch_size=64",
+                                          "--checkpoint_dir=" + TempPath("mirrored_accel")};
+  setenv("GRAPHRUN_TEST_ACCEL_DEVICES", "2", 1);
+  Result r = Graphrun(train);
+  unsetenv("GRAPHRUN_TEST_ACCEL_DEVICES");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string all = r.out + r.err;
+  EXPECT_THAT(all, HasSubstr("mirrored over 2 replicas (one process, TEST_ACCEL devices 0..1)"));
+  EXPECT_THAT(all, HasSubstr("all-reduce: 6 gradients in 1 pack (1.0 MiB) over 2 replicas, shared "
+                             "memory (TEST_ACCEL through the host)"));
+  EXPECT_THAT(all, HasSubstr("\"global_step\": 30,"));
+  EXPECT_THAT(all, HasSubstr("\"replicas\": 2,"));
+
+  std::vector<std::string> cpu_only = train;
+  cpu_only.back() += "_none";
+  Result none = Graphrun(cpu_only);
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.err, HasSubstr("InvalidArgument: device count asks for 2 TEST_ACCEL device(s), "
+                                  "but this build has no TEST_ACCEL device type"));
+}
+
 TEST(GraphrunCliTest, AffineText) {
   ExpectOutput({"run", Example("affine.pbtxt"), "--feed", "x=[[1,1,1],[1,0,-1]]", "--fetch", "y"},
                "y:0 = Tensor<float, [2,2]: 9.5 11 -3.5 -5>\n");

@@ -60,7 +60,10 @@ const FlagSet& TrainFlagSet() {
                 "TF_CONFIG), mirrored (--num_replicas in-graph replicas in this process) or "
                 "multi_worker_mirrored (one process per worker: --workers of the embedded "
                 "cluster, or TF_CONFIG; no PS); both all-reduce the gradients")
-        .String("num_replicas", "N", "mirrored: replicas, one CPU device each (default 2)")
+        .String("num_replicas", "N", "mirrored: replicas, one device each (default 2)")
+        .String("replica_device_type", "TYPE",
+                "mirrored: the replicas' devices: CPU (default), GPU, ... (one CPU device "
+                "besides, soft placement for ops without a kernel of the type)")
         .String("auto_shard_policy", "auto|data|file|off",
                 "multi_worker_mirrored: how the training data is split among the workers, as "
                 "tf.data's (default auto)")
@@ -169,6 +172,9 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   if (!mirrored && f.Has("num_replicas")) {
     return absl::InvalidArgumentError("--num_replicas: only with --distribution=mirrored");
   }
+  if (!mirrored && f.Has("replica_device_type")) {
+    return absl::InvalidArgumentError("--replica_device_type: only with --distribution=mirrored");
+  }
   if (!mirrored && !multi_worker && f.Has("allreduce_pack_bytes")) {
     return absl::InvalidArgumentError(
         "--allreduce_pack_bytes: only with --distribution=mirrored or multi_worker_mirrored");
@@ -190,6 +196,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
     }
     GR_ASSIGN_OR_RETURN(int64_t replicas, f.GetInt("num_replicas", c.num_replicas, 1, 256));
     c.num_replicas = static_cast<int>(replicas);
+    c.replica_device_type = f.GetString("replica_device_type", c.replica_device_type);
     GR_ASSIGN_OR_RETURN(
         c.allreduce_pack_bytes,
         f.GetInt("allreduce_pack_bytes", c.allreduce_pack_bytes, 0, int64_t{1} << 40));

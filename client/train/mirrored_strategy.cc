@@ -1,5 +1,7 @@
 #include "client/train/mirrored_strategy.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/ops.h"
@@ -136,7 +138,8 @@ absl::StatusOr<std::vector<std::vector<Output>>> AllReduceMean(
 }
 
 absl::StatusOr<MirroredStrategy> MirroredStrategy::Create(int num_replicas,
-                                                          AllReduceOptions options) {
+                                                          AllReduceOptions options,
+                                                          const std::string& device_type) {
   if (num_replicas < 1 || num_replicas > 256) {
     return absl::InvalidArgumentError(
         absl::StrCat("mirrored: num_replicas must be in [1, 256], got ", num_replicas));
@@ -144,8 +147,19 @@ absl::StatusOr<MirroredStrategy> MirroredStrategy::Create(int num_replicas,
   if (options.pack_bytes < 0) {
     return absl::InvalidArgumentError("mirrored: allreduce pack_bytes must be >= 0");
   }
+  const bool type_ok =
+      !device_type.empty() && std::all_of(device_type.begin(), device_type.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+      });
+  if (!type_ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mirrored: '", device_type, "' is not a device type (CPU, GPU, ...)"));
+  }
   MirroredStrategy m;
-  for (int k = 0; k < num_replicas; ++k) m.devices_.push_back(absl::StrCat("/device:CPU:", k));
+  m.device_type_ = device_type;
+  for (int k = 0; k < num_replicas; ++k) {
+    m.devices_.push_back(absl::StrCat("/device:", device_type, ":", k));
+  }
   m.options_ = std::move(options);
   return m;
 }
@@ -153,7 +167,13 @@ absl::StatusOr<MirroredStrategy> MirroredStrategy::Create(int num_replicas,
 SessionOptions MirroredStrategy::session_options(const std::string& target) const {
   SessionOptions so;
   so.target = target;
-  (*so.config.mutable_device_count())["CPU"] = num_replicas();
+  if (device_type_ == "CPU") {
+    (*so.config.mutable_device_count())["CPU"] = num_replicas();
+  } else {
+    (*so.config.mutable_device_count())["CPU"] = 1;
+    (*so.config.mutable_device_count())[device_type_] = num_replicas();
+    so.config.set_allow_soft_placement(true);
+  }
   so.config.set_intra_op_parallelism_threads(intra_);
   so.config.set_inter_op_parallelism_threads(inter_);
   return so;
@@ -240,8 +260,11 @@ absl::StatusOr<TrainStep> MirroredStrategy::BuildTrainStep(
   local.devices = devices_;
   GR_ASSIGN_OR_RETURN(TrainStep step, BuildAllReduceTrainStep(root, local, n, options_, model_fn,
                                                               optimizer_fn, global_step));
-  // The replicas meet in this process's memory, whatever the hint.
-  step.plan.algorithm = "shared memory";
+  // The replicas meet in this process's memory, whatever the hint
+  // (accelerators' data staged through the host).
+  step.plan.algorithm = device_type_ == "CPU"
+                            ? "shared memory"
+                            : absl::StrCat("shared memory (", device_type_, " through the host)");
   return step;
 }
 

@@ -1,7 +1,9 @@
 // MirroredStrategy: synchronous in-graph data parallelism on the devices
 // of one process, as TensorFlow's tf.distribute.MirroredStrategy.
 //
-//   * one replica per device ("/device:CPU:0" .. "/device:CPU:N-1");
+//   * one replica per device ("/device:CPU:0" .. "/device:CPU:N-1", or
+//     N devices of another type: "/device:GPU:0" .. ; their collectives
+//     go through host memory, kernels/core/collective_kernels.cc);
 //     replica 0's ops and variables keep their plain names (what a
 //     checkpoint and an exported graph see), replica k's live under the
 //     name scope "replica_k";
@@ -86,10 +88,13 @@ absl::StatusOr<Operation> BuildMirrorSync(const Scope& scope,
 
 class MirroredStrategy : public DistributionStrategy {
  public:
-  // `num_replicas` CPU devices of this process. InvalidArgument unless
-  // 1 <= num_replicas <= 256.
+  // `num_replicas` devices of `device_type` ("CPU", "GPU", "TEST_ACCEL")
+  // of this process. InvalidArgument unless 1 <= num_replicas <= 256 and
+  // the type is a device type name; a session without that many devices
+  // of the type fails when it is created.
   static absl::StatusOr<MirroredStrategy> Create(int num_replicas,
-                                                 AllReduceOptions options = AllReduceOptions());
+                                                 AllReduceOptions options = AllReduceOptions(),
+                                                 const std::string& device_type = "CPU");
 
   std::string name() const override { return "mirrored"; }
   int num_replicas() const override { return static_cast<int>(devices_.size()); }
@@ -105,7 +110,10 @@ class MirroredStrategy : public DistributionStrategy {
     intra_ = intra_op_threads;
     inter_ = inter_op_threads;
   }
-  // A local session (`target` must be "") with one CPU device per replica.
+  // A local session (`target` must be "") with one device per replica; on
+  // accelerators also one CPU device, and soft placement (ops without a
+  // kernel for the type, and variables whose optimizer has none, run on
+  // the CPU).
   SessionOptions session_options(const std::string& target = "") const override;
 
   // Replica k's scope: its device, and the name scope "replica_k" (none
@@ -147,6 +155,7 @@ class MirroredStrategy : public DistributionStrategy {
 
  private:
   std::vector<std::string> devices_;
+  std::string device_type_ = "CPU";
   AllReduceOptions options_;
   int intra_ = 0, inter_ = 0;
 };

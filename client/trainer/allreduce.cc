@@ -112,7 +112,7 @@ absl::StatusOr<TrainResult> TrainMirrored(const TrainConfig& c, std::ostream* lo
   train::AllReduceOptions ao;
   ao.pack_bytes = c.allreduce_pack_bytes;
   GR_ASSIGN_OR_RETURN(train::MirroredStrategy strategy,
-                      train::MirroredStrategy::Create(c.num_replicas, ao));
+                      train::MirroredStrategy::Create(c.num_replicas, ao, c.replica_device_type));
   strategy.set_session_threads(c.intra_op_threads, c.inter_op_threads);
   GR_RETURN_IF_ERROR(strategy.PerReplicaBatch(c.batch_size).status());
   // One input pipeline of global batches, split among the replicas: the

@@ -102,9 +102,9 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
   if (c.distribution == "mirrored") {
     if (log != nullptr) {
       *log << "graphrun train: " << c.model << " on " << c.data_dir << ", mirrored over "
-           << c.num_replicas << " replicas (one process, CPU devices 0.." << c.num_replicas - 1
-           << "), " << c.optimizer << ", global batch " << c.batch_size << " ("
-           << c.batch_size / c.num_replicas << " per replica)\n";
+           << c.num_replicas << " replicas (one process, " << c.replica_device_type
+           << " devices 0.." << c.num_replicas - 1 << "), " << c.optimizer << ", global batch "
+           << c.batch_size << " (" << c.batch_size / c.num_replicas << " per replica)\n";
     }
     return Export(c, internal::TrainMirrored(c, log), log);
   }

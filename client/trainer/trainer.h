@@ -57,6 +57,7 @@ struct TrainConfig {
   // multi_worker_mirrored: one process per worker (the embedded cluster's
   // --workers, or TF_CONFIG), no PS.
   int num_replicas = 2;                             // mirrored
+  std::string replica_device_type = "CPU";          // mirrored: CPU, GPU, ...
   int64_t allreduce_pack_bytes = int64_t{4} << 20;  // all-reduce distributions
   std::string auto_shard_policy = "auto";           // multi_worker_mirrored: auto|data|file|off
   std::string data_dir = "/usr/share/datasets/fashion-mnist";

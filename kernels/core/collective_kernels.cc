@@ -2,6 +2,17 @@
 // reads its group and instance, describes its member's part and hands it
 // to the step's CollectiveExecutor (kernels/framework/collective.h), completing
 // asynchronously, without holding a thread, when every member has arrived.
+//
+// On an accelerator (RegisterAcceleratorCollectiveKernels) the member's data
+// goes through the host: its input is copied to host memory on the
+// device-to-host stream, the collective runs there as a CPU member's would
+// (the member is the accelerator device), and the result is copied back on
+// the host-to-device stream. So MirroredStrategy replicates over the
+// accelerators of a host without a device-to-device transport (NCCL).
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/core/register.h"
 
@@ -9,9 +20,7 @@ namespace graphrun {
 namespace {
 
 // A scalar int32 input (group_size, group_key, instance_key).
-absl::StatusOr<int32_t> ScalarInt32(OpKernelContext* ctx, int i, const char* what,
-                                    const OpKernel& k) {
-  const Tensor& t = ctx->input(i);
+absl::StatusOr<int32_t> ScalarInt32(const Tensor& t, const char* what, const OpKernel& k) {
   if (t.dtype() != DT_INT32 || t.NumElements() != 1 || t.dims() != 0) {
     return k.Error(absl::StrCat(what, " must be an int32 scalar, got ", t.DebugString()));
   }
@@ -59,6 +68,27 @@ class CollectiveOp : public AsyncOpKernel {
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    std::vector<Tensor> in;
+    for (int i = 0; i < kUsedInputs; ++i) in.push_back(ctx->input(i));
+    RunOnHost(ctx, std::move(in), [ctx, done = std::move(done)](absl::StatusOr<Tensor> r) {
+      if (!r.ok()) {
+        done(r.status());
+        return;
+      }
+      ctx->set_output(0, std::move(*r));
+      done(absl::OkStatus());
+    });
+  }
+
+ protected:
+  // Inputs read: the data (none for a broadcast receiver), group_size,
+  // group_key, instance_key (and the receiver's shape).
+  static constexpr int kUsedInputs = 4;
+
+  // Runs this member's part with the op's first kUsedInputs inputs `in`,
+  // in host memory; `done` gets the result, in host memory.
+  void RunOnHost(OpKernelContext* ctx, std::vector<Tensor> in,
+                 std::function<void(absl::StatusOr<Tensor>)> done) {
     CollectiveExecutor* executor = ctx->collective_executor();
     if (executor == nullptr) {
       done(absl::FailedPreconditionError(
@@ -70,14 +100,14 @@ class CollectiveOp : public AsyncOpKernel {
     const int first = recv ? 0 : 1;  // group_size's input
     CollectiveArgs args = args_;
     absl::Status s = [&]() -> absl::Status {
-      GR_ASSIGN_OR_RETURN(args.group_size, ScalarInt32(ctx, first, "group_size", *this));
-      GR_ASSIGN_OR_RETURN(args.group_key, ScalarInt32(ctx, first + 1, "group_key", *this));
-      GR_ASSIGN_OR_RETURN(args.instance_key, ScalarInt32(ctx, first + 2, "instance_key", *this));
+      GR_ASSIGN_OR_RETURN(args.group_size, ScalarInt32(in[first], "group_size", *this));
+      GR_ASSIGN_OR_RETURN(args.group_key, ScalarInt32(in[first + 1], "group_key", *this));
+      GR_ASSIGN_OR_RETURN(args.instance_key, ScalarInt32(in[first + 2], "instance_key", *this));
       if (args.group_size < 1) {
         return Error(absl::StrCat("group_size must be >= 1, got ", args.group_size));
       }
       if (recv) {
-        const Tensor& shape = ctx->input(3);
+        const Tensor& shape = in[3];
         if (shape.dims() != 1) return Error("shape must be a vector");
         std::vector<int64_t> dims;
         for (int64_t i = 0; i < shape.NumElements(); ++i) {
@@ -87,7 +117,7 @@ class CollectiveOp : public AsyncOpKernel {
         absl::StatusOr<TensorShape> made = TensorShape::Make(dims);
         if (!made.ok()) return Error(absl::StrCat("shape: ", made.status().message()));
         args.shape = *made;
-      } else if (args.type == CollectiveType::kGather && ctx->input(0).dims() == 0) {
+      } else if (args.type == CollectiveType::kGather && in[0].dims() == 0) {
         return Error("input must have rank >= 1 to be gathered");
       }
       return absl::OkStatus();
@@ -99,17 +129,11 @@ class CollectiveOp : public AsyncOpKernel {
     args.device = ctx->device()->name();
     args.step_id = ctx->step_id();
     args.node = name();
-    Tensor input = recv ? Tensor() : ctx->input(0);
-    executor->Run(args, input, ctx->cancellation_manager(),
-                  [ctx, done = std::move(done)](absl::StatusOr<Tensor> r) {
-                    if (!r.ok()) {
-                      done(r.status());
-                      return;
-                    }
-                    ctx->set_output(0, std::move(*r));
-                    done(absl::OkStatus());
-                  });
+    Tensor input = recv ? Tensor() : std::move(in[0]);
+    executor->Run(args, std::move(input), ctx->cancellation_manager(), std::move(done));
   }
+
+  const CollectiveArgs& args() const { return args_; }
 
  private:
   CollectiveArgs args_;
@@ -119,6 +143,74 @@ template <CollectiveType kType>
 class TypedCollectiveOp : public CollectiveOp {
  public:
   explicit TypedCollectiveOp(OpKernelConstruction* ctx) : CollectiveOp(ctx, kType) {}
+};
+
+// The member on an accelerator: through the host (see the top).
+template <CollectiveType kType>
+class AcceleratorCollectiveOp : public CollectiveOp {
+ public:
+  explicit AcceleratorCollectiveOp(OpKernelConstruction* ctx) : CollectiveOp(ctx, kType) {}
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    Accelerator* acc = ctx->device()->accelerator();
+    if (acc == nullptr) {
+      done(Error("an accelerator collective kernel on a device without an accelerator"));
+      return;
+    }
+    // The result, back into device memory.
+    auto to_device = [this, ctx, acc, done](absl::StatusOr<Tensor> r) {
+      if (!r.ok()) {
+        done(r.status());
+        return;
+      }
+      absl::StatusOr<Tensor> out = acc->AllocateDevice(r->dtype(), r->shape(), name());
+      if (!out.ok()) {
+        done(out.status());
+        return;
+      }
+      Tensor result = *out;
+      acc->CopyHostToDevice(*r, result, [ctx, done, result, host = *r](const absl::Status& s) {
+        if (s.ok()) ctx->set_output(0, result);
+        done(s);
+      });
+    };
+    // Every input read, in host memory: the data, and the scalars (and
+    // shape) where a kernel on this device produced them in its memory.
+    struct Staged {
+      std::mutex mu;
+      std::vector<Tensor> in;
+      int pending = 1;
+      absl::Status status;
+    };
+    auto staged = std::make_shared<Staged>();
+    staged->in.resize(kUsedInputs);
+    auto one_done = [this, ctx, staged, to_device](const absl::Status& s) {
+      {
+        std::lock_guard<std::mutex> l(staged->mu);
+        if (!s.ok() && staged->status.ok()) staged->status = s;
+        if (--staged->pending > 0) return;
+      }
+      if (!staged->status.ok()) {
+        to_device(staged->status);
+        return;
+      }
+      RunOnHost(ctx, std::move(staged->in), to_device);
+    };
+    for (int i = 0; i < kUsedInputs; ++i) {
+      const Tensor& t = ctx->input(i);
+      if (t.memory_space() == nullptr) {
+        staged->in[i] = t;
+        continue;
+      }
+      staged->in[i] = Tensor(t.dtype(), t.shape());
+      {
+        std::lock_guard<std::mutex> l(staged->mu);
+        ++staged->pending;
+      }
+      acc->CopyDeviceToHost(t, staged->in[i], one_done);
+    }
+    one_done(absl::OkStatus());
+  }
 };
 
 }  // namespace
@@ -135,6 +227,24 @@ void RegisterCollectiveKernels(KernelRegistry& r) {
         MakeKernel<TypedCollectiveOp<CollectiveType::kBroadcastSend>>());
   r.Add(KernelDef("CollectiveBcastRecvV2").Device(kDeviceCpu).TypeConstraint("T", bcast),
         MakeKernel<TypedCollectiveOp<CollectiveType::kBroadcastRecv>>());
+}
+
+void RegisterAcceleratorCollectiveKernels(KernelRegistry& r, const std::string& device_type,
+                                          const std::vector<DataType>& types) {
+  auto def = [&](const char* op) {
+    KernelDef d(op);
+    d.Device(device_type).TypeConstraint("T", types);
+    for (const char* arg : {"group_size", "group_key", "instance_key"}) d.HostMemory(arg);
+    return d;
+  };
+  r.Add(def("CollectiveReduceV2").HostMemory("ordering_token"),
+        MakeKernel<AcceleratorCollectiveOp<CollectiveType::kReduce>>());
+  r.Add(def("CollectiveGatherV2").HostMemory("ordering_token"),
+        MakeKernel<AcceleratorCollectiveOp<CollectiveType::kGather>>());
+  r.Add(def("CollectiveBcastSendV2"),
+        MakeKernel<AcceleratorCollectiveOp<CollectiveType::kBroadcastSend>>());
+  r.Add(def("CollectiveBcastRecvV2").HostMemory("shape"),
+        MakeKernel<AcceleratorCollectiveOp<CollectiveType::kBroadcastRecv>>());
 }
 
 }  // namespace graphrun

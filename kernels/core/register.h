@@ -30,6 +30,10 @@ void RegisterStackKernels(KernelRegistry& r);
 void RegisterFunctionCallKernels(KernelRegistry& r);
 // collective_kernels.cc.
 void RegisterCollectiveKernels(KernelRegistry& r);
+// collective_kernels.cc: the V2 collectives for an accelerator type, data of
+// `types` staged through host memory.
+void RegisterAcceleratorCollectiveKernels(KernelRegistry& r, const std::string& device_type,
+                                          const std::vector<DataType>& types);
 
 }  // namespace graphrun
 

@@ -178,6 +178,7 @@ void RegisterTestAccelKernels(KernelRegistry& r) {
   }
   RegisterAcceleratorTransferKernels(r, kDeviceTestAccel);
   RegisterAcceleratorVariableKernels(r, kDeviceTestAccel, {DT_FLOAT, DT_DOUBLE});
+  RegisterAcceleratorCollectiveKernels(r, kDeviceTestAccel, {DT_FLOAT, DT_DOUBLE});
 }
 
 }  // namespace graphrun

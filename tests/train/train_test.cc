@@ -597,6 +597,14 @@ TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->num_replicas, 4);
   EXPECT_EQ(ok->allreduce_pack_bytes, 65536);
+  EXPECT_EQ(ok->replica_device_type, "CPU");
+  auto gpus = ParseTrainFlags({"--distribution=mirrored", "--replica_device_type=GPU"});
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  EXPECT_EQ(gpus->replica_device_type, "GPU");
+  auto not_mirrored =
+      ParseTrainFlags({"--distribution=multi_worker_mirrored", "--replica_device_type=GPU"});
+  EXPECT_EQ(not_mirrored.status().message(),
+            "--replica_device_type: only with --distribution=mirrored");
 }
 
 TEST(TrainTest, FlagErrorsAreUsageErrors) {
