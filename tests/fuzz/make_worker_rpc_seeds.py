@@ -5,7 +5,8 @@ task's collectives, as its leader and as a member.
 
 Records: [1 byte kind][2 bytes little-endian length][request]; kinds
 0 CreateWorkerSession, 1 RegisterGraph, 2 RunGraph, 3 RecvTensor,
-4 CleanupGraph, 5 DeregisterGraph, 6 DeleteWorkerSession; 248 PushTensor.
+4 CleanupGraph, 5 DeregisterGraph, 6 DeleteWorkerSession; 246 GetStatus,
+247 CleanupAll, 248 PushTensor.
 The task is /job:worker/replica:0/task:0, its own leader; session "s" is
 open, and its first registered graph's handle is "g1".
 Run from tests/fuzz: python3 make_worker_rpc_seeds.py
@@ -13,7 +14,7 @@ Run from tests/fuzz: python3 make_worker_rpc_seeds.py
 import os
 import struct
 
-REGISTER, RUN, RECV, PUSH = 1, 2, 3, 248
+REGISTER, RUN, RECV, STATUS, CLEANUP_ALL, PUSH = 1, 2, 3, 246, 247, 248
 DEV0 = "/job:worker/replica:0/task:0/device:CPU:0"
 DEV1 = "/job:worker/replica:0/task:0/device:CPU:1"
 
@@ -85,6 +86,11 @@ seeds = {
     # A peer's abort notice (code 14, "hi"), then a join after it.
     "collective_abort.seed": push("collective;abort;/job:worker/replica:0/task:1", NOTICE)
     + recv("collective;join;5;1;" + DEV0),
+    # GetStatus with stats after a step, CleanupAll of the session's
+    # containers (and one that does not exist), GetStatus again.
+    "status_cleanup_all.seed": register_run(reduce_graph(1))
+    + rec(STATUS, "include_stats: true") + rec(CLEANUP_ALL, 'container: "s" container: "none"')
+    + rec(CLEANUP_ALL, "") + rec(STATUS, ""),
 }
 
 for name, data in seeds.items():

@@ -1,7 +1,8 @@
 // libFuzzer target: the worker service's request handling, as a gRPC
 // handler calls it (distributed/worker.h, in process): a sequence of
 // requests — CreateWorkerSession, RegisterGraph, RunGraph, RecvTensor,
-// CleanupGraph, DeregisterGraph, DeleteWorkerSession, PushTensor — each
+// CleanupGraph, DeregisterGraph, DeleteWorkerSession, PushTensor,
+// GetStatus, CleanupAll — each
 // decoded from binary or text protobuf, against one task with a worker
 // session "s" already open. The task runs collectives as a server's does
 // (the leader of a cluster of itself), so RecvTensor and PushTensor of
@@ -12,8 +13,9 @@
 // report.
 //
 // Input: records of [1 byte: request kind][2 bytes little-endian: length]
-// [length bytes: the request]. Kinds 248..255 are PushTensor; any other
-// kind k is request k % 7 of the list above.
+// [length bytes: the request]. Kinds 248..255 are PushTensor, 246
+// GetStatus, 247 CleanupAll; any other kind k is request k % 7 of the
+// list above.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -86,6 +88,20 @@ void RunInput(const uint8_t* data, size_t size) {
       absl::StatusOr<Tensor> value = Tensor::FromProto(req.tensor());
       if (!value.ok()) return;
       Call(nullptr, [&](StatusCallback d) { w->PushTensorAsync(req.rendezvous_key(), *value, d); });
+      return;
+    }
+    if (kind == 246) {
+      GetStatusRequest req;
+      GetStatusResponse resp;
+      if (!Decode(bytes, &req)) return;
+      Call(nullptr, [&](StatusCallback d) { w->GetStatusAsync(req, &resp, d); });
+      return;
+    }
+    if (kind == 247) {
+      CleanupAllRequest req;
+      CleanupAllResponse resp;
+      if (!Decode(bytes, &req)) return;
+      Call(nullptr, [&](StatusCallback d) { w->CleanupAllAsync(req, &resp, d); });
       return;
     }
     switch (kind % 7) {
