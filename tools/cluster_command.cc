@@ -44,7 +44,8 @@ const FlagSet& ClusterFlagSet() {
         .String("token_file", "FILE",
                 "write the cluster's random token here (a new file, mode 0600; default: a "
                 "private directory under /tmp, printed on stderr)")
-        .String("auth_token_file", "FILE", "use this token instead of a random one")
+        .String("auth_token_file", "FILE",
+                "use this token instead of a random one (else GRAPHRUN_AUTH_TOKEN, if set)")
         .String("tls_ca", "FILE", "mutual TLS between the tasks and with clients: the cluster CA")
         .String("tls_cert", "FILE", "the tasks' certificate (it must name 127.0.0.1)")
         .String("tls_key", "FILE", "its key")
@@ -103,10 +104,17 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   std::string token;
   std::string token_file = flags->GetString("token_file");
   std::string token_dir;
-  if (flags->Has("auth_token_file")) {
-    auto t = LoadAuthToken(flags->GetString("auth_token_file"));
-    if (!t.ok()) return usage_error(t.status());
-    token = *t;
+  // The token the caller gives: --auth_token_file, else GRAPHRUN_AUTH_TOKEN
+  // (as every command takes it); else a random one.
+  auto given = LoadAuthToken(flags->GetString("auth_token_file"));
+  if (!given.ok()) return usage_error(given.status());
+  const bool from_env = !flags->Has("auth_token_file") && !given->empty();
+  if (from_env && flags->Has("token_file")) {
+    return usage_error(absl::InvalidArgumentError(
+        "cluster: --token_file writes a random token, but GRAPHRUN_AUTH_TOKEN gives one"));
+  }
+  if (flags->Has("auth_token_file") || from_env) {
+    token = *given;
     token_file = flags->GetString("auth_token_file");
   } else {
     token = NewRandomToken();
@@ -131,13 +139,19 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   if (!tls.ok()) return usage_error(tls.status());
   // Removes a token file this run made.
   auto cleanup = [&] {
-    if (flags->Has("auth_token_file")) return;
+    if (flags->Has("auth_token_file") || from_env) return;
     unlink(token_file.c_str());
     if (!token_dir.empty()) rmdir(token_dir.c_str());
   };
-  err << "graphrun cluster: the cluster token is in " << token_file
-      << " (clients: graphrun run --target=grpc://HOST:PORT --auth_token_file=" << token_file << ")"
-      << std::endl;
+  if (from_env) {
+    err << "graphrun cluster: the cluster token is GRAPHRUN_AUTH_TOKEN's (clients: graphrun run "
+           "--target=grpc://HOST:PORT with the same GRAPHRUN_AUTH_TOKEN)"
+        << std::endl;
+  } else {
+    err << "graphrun cluster: the cluster token is in " << token_file
+        << " (clients: graphrun run --target=grpc://HOST:PORT --auth_token_file=" << token_file
+        << ")" << std::endl;
+  }
   std::map<std::string, int> jobs;
   if (*chief > 0) jobs["chief"] = static_cast<int>(*chief);
   if (*ps > 0) jobs["ps"] = static_cast<int>(*ps);

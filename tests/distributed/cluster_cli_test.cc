@@ -146,6 +146,40 @@ TEST(ClusterCliTest, MultiProcessClusterRunsAGraph) {
   EXPECT_EQ(code, 1);
 }
 
+// GRAPHRUN_AUTH_TOKEN is the cluster's token when no --auth_token_file is
+// given, as for every command: clients with it are served, others refused.
+TEST(ClusterCliTest, TakesTheTokenFromTheEnvironment) {
+  const std::string graphrun = Runfile("tools/graphrun");
+  setenv("GRAPHRUN_AUTH_TOKEN", "cluster-env-token", 1);
+  Proc cluster = Spawn({graphrun, "cluster", "--workers=1", "--in_process"});
+  ASSERT_GT(cluster.pid, 0);
+  std::string spec = ReadLine(cluster.out_fd, 20000);
+  ASSERT_FALSE(spec.empty()) << "no ClusterSpec line within 20 s";
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(spec, m, std::regex(R"re("worker": \["([0-9.:]+)"\])re"))) << spec;
+  const std::string worker0 = m[1];
+  const std::vector<std::string> run = {graphrun,
+                                        "run",
+                                        Runfile("examples/variables.pbtxt"),
+                                        "--target=grpc://" + worker0,
+                                        "--fetch",
+                                        "increment_again"};
+  int code = 0;
+  std::string out = RunAndCapture(run, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_THAT(out, HasSubstr("increment_again:0 = Tensor<int32, []: 10>"));
+  unsetenv("GRAPHRUN_AUTH_TOKEN");
+  out = RunAndCapture(run, &code);
+  EXPECT_EQ(code, 1);
+  setenv("GRAPHRUN_AUTH_TOKEN", "another-token", 1);
+  out = RunAndCapture(run, &code);
+  EXPECT_EQ(code, 1);
+  unsetenv("GRAPHRUN_AUTH_TOKEN");
+  kill(cluster.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(cluster.pid, 10000), 0);
+  close(cluster.out_fd);
+}
+
 // `graphrun cluster` with certificates from `graphrun tls init`: its tasks
 // speak mutual TLS with each other and with clients; a client with a
 // certificate of the CA runs a graph across them, one without is refused.
