@@ -129,7 +129,7 @@ int StatusCommand(absl::Span<const std::string> args, std::ostream& out, std::os
       absl::StrCat("cluster ", cluster->ToJson(), "\n",
                    absl::StrFormat("%-30s %-22s %-8s %9s %9s %8s %11s %11s\n", "task", "address",
                                    "devices", "sessions", "steps", "steps/s", "sent", "received"));
-  std::string peers;
+  std::string peers, sent_peers;
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     if (i > 0) json += ", ";
@@ -155,6 +155,13 @@ int StatusCommand(absl::Span<const std::string> args, std::ostream& out, std::os
                       p.bytes());
       absl::StrAppend(&peers, "  ", r.task, " <- ", p.peer(), "  ", HumanBytes(p.bytes()), "\n");
     }
+    std::string sent_json;
+    for (const auto& p : s.sent()) {
+      absl::StrAppend(&sent_json, sent_json.empty() ? "" : ", ", JsonQuote(p.peer()), ": ",
+                      p.bytes());
+      absl::StrAppend(&sent_peers, "  ", r.task, " -> ", p.peer(), "  ", HumanBytes(p.bytes()),
+                      "\n");
+    }
     absl::StrAppend(
         &text, absl::StrFormat("%-30s %-22s %-8s %9d %9d %8.1f %11s %11s\n", r.task, r.address,
                                Devices(*now), s.worker_sessions() + s.master_sessions(), s.steps(),
@@ -167,15 +174,16 @@ int StatusCommand(absl::Span<const std::string> args, std::ostream& out, std::os
         &json, ", \"devices\": [", devices, "], \"worker_sessions\": ", s.worker_sessions(),
         ", \"master_sessions\": ", s.master_sessions(), ", \"steps\": ", s.steps(),
         ", \"steps_per_sec\": ", FormatDoubleShortest(rate), ", \"graph_runs\": ", s.graph_runs(),
-        ", \"sent_bytes\": ", s.sent_bytes(), ", \"received_bytes\": {", received_json,
-        "}, \"tensor_bytes\": ", s.tensor_bytes(), ", \"uptime_ms\": ", s.uptime_ms(),
-        ", \"error\": null}");
+        ", \"sent_bytes\": ", s.sent_bytes(), ", \"sent_bytes_by_peer\": {", sent_json,
+        "}, \"received_bytes\": {", received_json, "}, \"tensor_bytes\": ", s.tensor_bytes(),
+        ", \"uptime_ms\": ", s.uptime_ms(), ", \"error\": null}");
   }
   json += "]}";
   if (format == "json") {
     out << json << "\n";
   } else {
     out << text;
+    if (!sent_peers.empty()) out << "tensor bytes sent, per peer:\n" << sent_peers;
     if (!peers.empty()) out << "tensor bytes received, per peer:\n" << peers;
   }
   return all_ok ? kExitOk : kExitFailure;

@@ -23,6 +23,7 @@
 #include "graph/memory_budget.h"
 #include "graph/proto/tensor.pb.h"
 #include "graph/status.h"
+#include "kernels/framework/rendezvous.h"
 #include "util/metrics.h"
 
 namespace graphrun {
@@ -108,6 +109,15 @@ bool DataChannelOptions::SameHostReadsDefault() {
   if (v == nullptr) return true;
   const std::string s = v;
   return !(s == "0" || s == "false" || s == "off" || s == "no");
+}
+
+std::string SentPeerLabel(const std::string& rendezvous_key) {
+  if (rendezvous_key.rfind("collective;", 0) == 0) return "collective";
+  absl::StatusOr<Rendezvous::ParsedKey> k = Rendezvous::ParseKey(rendezvous_key);
+  if (!k.ok()) return "unknown";
+  const size_t device = k->dst_device.find("/device:");
+  if (device == std::string::npos || device == 0) return "unknown";
+  return k->dst_device.substr(0, device);
 }
 
 absl::Status AnnotatePeerStatus(absl::StatusCode code, const std::string& message,
@@ -412,8 +422,10 @@ class DataChannelServer::Conn : public std::enable_shared_from_this<Conn> {
       r.bytes = 0;
     }
     if (h.payload_bytes > 0) {  // same-host reads count as sent too
-      Metrics::Get().Increment("graphrun_sent_bytes_total", {{"path", "data_channel"}},
-                               static_cast<double>(h.payload_bytes));
+      Metrics::Get().Increment(
+          "graphrun_sent_bytes_total",
+          {{"peer", SentPeerLabel(call.request.rendezvous_key())}, {"path", "data_channel"}},
+          static_cast<double>(h.payload_bytes));
     }
     r.head.append(reinterpret_cast<const char*>(&h), sizeof(h));
     for (uint32_t i = 0; i < h.ndims; ++i) {

@@ -104,6 +104,12 @@ struct DataChannelOptions {
   static bool SameHostReadsDefault();
 };
 
+// The peer a tensor served under `rendezvous_key` goes to, as the
+// graphrun_sent_bytes_total series labels it: the task of the key's
+// destination device ("/job:worker/replica:0/task:1"), "collective" for
+// collective pieces (whose key names no task), "unknown" otherwise.
+std::string SentPeerLabel(const std::string& rendezvous_key);
+
 // Prefixes `message` with `who` the way FromGrpcStatus does: always for
 // transport codes (Unavailable, DeadlineExceeded, ResourceExhausted,
 // Unknown), otherwise only when `message` does not already name it.

@@ -25,6 +25,7 @@
 #include "distributed/rpc/data_channel_testlib.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/framework/rendezvous.h"
 #include "tests/sanitizers.h"
 #include "util/tls_certs.h"
 
@@ -698,6 +699,16 @@ TEST(SameHostReadsTest, OffOnEitherSideKeepsEveryByteOnTheSocket) {
   EXPECT_TRUE(DataChannelOptions().same_host_reads);
   unsetenv("GRAPHRUN_SAME_HOST_READS");
   EXPECT_TRUE(DataChannelOptions().same_host_reads);
+}
+
+// How graphrun_sent_bytes_total names the peer a tensor goes to.
+TEST(SentPeerLabelTest, TheDestinationTaskOrCollective) {
+  EXPECT_EQ(SentPeerLabel(Rendezvous::CreateKey("/job:ps/replica:0/task:0/device:CPU:0", 7,
+                                                "/job:worker/replica:0/task:3/device:CPU:0", "w:0",
+                                                FrameAndIter{})),
+            "/job:worker/replica:0/task:3");
+  EXPECT_EQ(SentPeerLabel("collective;buf;7;1;1;ring0;1"), "collective");
+  EXPECT_EQ(SentPeerLabel("not a key"), "unknown");
 }
 
 }  // namespace

@@ -62,7 +62,8 @@ void DescribeMetrics() {
   m.Describe("graphrun_step_seconds", "histogram", "step latency at this task's master");
   m.Describe("graphrun_recv_bytes_total", "counter",
              "tensor bytes received from each peer task, by path");
-  m.Describe("graphrun_sent_bytes_total", "counter", "tensor bytes sent to peers, by path");
+  m.Describe("graphrun_sent_bytes_total", "counter",
+             "tensor bytes sent to each peer task (or to collectives), by path");
   m.Gauge("graphrun_tensor_bytes", "bytes of tensor buffers alive in this process",
           [] { return static_cast<double>(TensorBytesInUse()); });
   m.Gauge("graphrun_tensors", "tensor buffers alive in this process",
@@ -306,9 +307,23 @@ void GrpcServer::FillStats(std::chrono::steady_clock::time_point start, TaskStat
       p->set_bytes(static_cast<int64_t>(bytes));
     }
   }
-  stats->set_sent_bytes(
-      static_cast<int64_t>(m.Value("graphrun_sent_bytes_total", {{"path", "data_channel"}}) +
-                           m.Value("graphrun_sent_bytes_total", {{"path", "grpc"}})));
+  double sent_total = 0;
+  std::vector<std::string> sent_peers = cluster.TaskNames();
+  sent_peers.push_back("collective");
+  sent_peers.push_back("unknown");
+  for (const std::string& peer : sent_peers) {
+    double bytes = 0;
+    for (const char* path : {"data_channel", "grpc"}) {
+      bytes += m.Value("graphrun_sent_bytes_total", {{"peer", peer}, {"path", path}});
+    }
+    if (bytes > 0) {
+      PeerBytes* p = stats->add_sent();
+      p->set_peer(peer);
+      p->set_bytes(static_cast<int64_t>(bytes));
+    }
+    sent_total += bytes;
+  }
+  stats->set_sent_bytes(static_cast<int64_t>(sent_total));
   stats->set_tensor_bytes(TensorBytesInUse());
   stats->set_uptime_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - start)

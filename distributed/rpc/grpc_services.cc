@@ -173,7 +173,8 @@ grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* ctx, const RecvT
   }
   const int64_t total = t.TotalBytes();
   meta->set_total_bytes(total);
-  Metrics::Get().Increment("graphrun_sent_bytes_total", {{"path", "grpc"}},
+  Metrics::Get().Increment("graphrun_sent_bytes_total",
+                           {{"peer", SentPeerLabel(req->rendezvous_key())}, {"path", "grpc"}},
                            static_cast<double>(total));
   int64_t offset = 0;
   grpc::WriteOptions wo;

@@ -132,7 +132,11 @@ TEST(MetricsTest, TasksServePrometheusMetricsAndPrometheusScrapesThem) {
                    "RunGraph\",code=\"OK\"}"),
             5)
       << ps;
-  EXPECT_EQ(Series(ps, "graphrun_sent_bytes_total{path=\"data_channel\"}"), kBytes) << ps;
+  EXPECT_EQ(Series(ps,
+                   "graphrun_sent_bytes_total{peer=\"/job:worker/replica:0/task:0\","
+                   "path=\"data_channel\"}"),
+            kBytes)
+      << ps;
   // The PS's master ran no step.
   EXPECT_EQ(Series(ps, "graphrun_steps_total{code=\"OK\"}"), -1) << ps;
 
@@ -155,8 +159,11 @@ TEST(MetricsTest, TasksServePrometheusMetricsAndPrometheusScrapesThem) {
     EXPECT_THAT(json, HasSubstr(absl::StrCat("\"steps\": 5, ")));
     EXPECT_THAT(json, HasSubstr(absl::StrCat("\"received_bytes\": {\"/job:ps/replica:0/task:0\": ",
                                              static_cast<int64_t>(kBytes), "}")));
-    EXPECT_THAT(json, HasSubstr(absl::StrCat("\"graph_runs\": 5, \"sent_bytes\": ",
-                                             static_cast<int64_t>(kBytes))));
+    EXPECT_THAT(json, HasSubstr(absl::StrCat(
+                          "\"graph_runs\": 5, \"sent_bytes\": ", static_cast<int64_t>(kBytes),
+                          ", \"sent_bytes_by_peer\": "
+                          "{\"/job:worker/replica:0/task:0\": ",
+                          static_cast<int64_t>(kBytes), "}")));
     const std::string refused_log = TmpDir() + "/status_refused.log";
     st = SpawnProcess(graphrun, {"status", *spec.Address("worker", 0)}, {"GRAPHRUN_AUTH_TOKEN="},
                       refused_log);
