@@ -15,6 +15,7 @@
 #include "client/train/layers.h"
 #include "client/train/mirrored_strategy.h"
 #include "client/train/models.h"
+#include "client/train/multi_worker_mirrored_strategy.h"
 #include "client/train/parameter_server_strategy.h"
 #include "distributed/local_cluster.h"
 #include "distributed/rpc/grpc_session.h"
@@ -181,6 +182,38 @@ TEST(DistributionStrategyTest, EachStrategySaysWhoItIs) {
   EXPECT_EQ(p.session_options("").target, "grpc://10.0.0.4:2222");
   EXPECT_THAT(std::string(p.PerReplicaBatch(256).status().message()),
               HasSubstr("parameter_server: the global batch 256 does not divide evenly among 3"));
+
+  // Multi-worker mirrored with a chief: the chief is replica 0 and saves;
+  // worker k is replica k + 1. Without one, worker 0 is the chief.
+  distributed::ClusterSpec with_chief;
+  with_chief.AddTask("chief", "10.0.0.1:2222");
+  with_chief.AddTask("worker", "10.0.0.2:2222");
+  with_chief.AddTask("worker", "10.0.0.3:2222");
+  auto chief = MultiWorkerMirroredStrategy::Create(with_chief, "chief", 0);
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  EXPECT_EQ(chief->name(), "multi_worker_mirrored");
+  EXPECT_EQ(chief->num_replicas(), 3);
+  EXPECT_EQ(chief->replica_index(), 0);
+  EXPECT_TRUE(chief->is_chief());
+  EXPECT_EQ(chief->device(), "/job:chief/replica:0/task:0/device:CPU:0");
+  auto w1 = MultiWorkerMirroredStrategy::Create(with_chief, "worker", 1);
+  ASSERT_TRUE(w1.ok()) << w1.status();
+  EXPECT_EQ(w1->replica_index(), 2);
+  EXPECT_FALSE(w1->is_chief());
+  distributed::ClusterSpec workers_only;
+  workers_only.AddTask("worker", "10.0.0.2:2222");
+  workers_only.AddTask("worker", "10.0.0.3:2222");
+  auto w0 = MultiWorkerMirroredStrategy::Create(workers_only, "worker", 0);
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  EXPECT_EQ(w0->num_replicas(), 2);
+  EXPECT_TRUE(w0->is_chief());
+  EXPECT_EQ(MultiWorkerMirroredStrategy::Create(with_chief, "evaluator", 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MultiWorkerMirroredStrategy::Create(with_chief, "worker", 2).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(MultiWorkerMirroredStrategy::Create(spec, "worker", 0).status().message()),
+      HasSubstr("the cluster has a ps job"));
 }
 
 // PS training with synchronous replicas: the step goes through a

@@ -607,6 +607,44 @@ TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
             "--replica_device_type: only with --distribution=mirrored");
 }
 
+// Under srun the cluster comes from SLURM_* (the first --ps ranks are
+// parameter servers, ports from --port_base); TF_CONFIG, when set, wins.
+TEST(TrainTest, SlurmTfConfigAndFlagsPrecedence) {
+  const char* vars[] = {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST",
+                        "SLURM_STEP_TASKS_PER_NODE", "TF_CONFIG"};
+  auto clear = [&] {
+    for (const char* v : vars) unsetenv(v);
+  };
+  clear();
+  setenv("SLURM_PROCID", "1", 1);
+  setenv("SLURM_STEP_NUM_TASKS", "3", 1);
+  setenv("SLURM_STEP_NODELIST", "n1", 1);
+  setenv("SLURM_STEP_TASKS_PER_NODE", "3", 1);
+  auto slurm = ParseTrainFlags({});
+  ASSERT_TRUE(slurm.ok()) << slurm.status();
+  EXPECT_EQ(slurm->tf_config,
+            R"({"cluster": {"ps": ["n1:2222"], "worker": ["n1:2223", "n1:2224"]}, )"
+            R"("task": {"type": "worker", "index": 0}})");
+  // Exported for a ps task served as `graphrun server`.
+  ASSERT_NE(std::getenv("TF_CONFIG"), nullptr);
+  EXPECT_EQ(std::string(std::getenv("TF_CONFIG")), slurm->tf_config);
+  unsetenv("TF_CONFIG");
+  // Flags override what SLURM_* implies.
+  auto flags = ParseTrainFlags({"--ps=2", "--port_base=4000"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->tf_config,
+            R"({"cluster": {"ps": ["n1:4000", "n1:4001"], "worker": ["n1:4002"]}, )"
+            R"("task": {"type": "ps", "index": 1}})");
+  // TF_CONFIG wins over SLURM_*.
+  const std::string own =
+      R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}})";
+  setenv("TF_CONFIG", own.c_str(), 1);
+  auto tf = ParseTrainFlags({});
+  ASSERT_TRUE(tf.ok()) << tf.status();
+  EXPECT_EQ(tf->tf_config, own);
+  clear();
+}
+
 TEST(TrainTest, FlagErrorsAreUsageErrors) {
   EXPECT_FALSE(ParseTrainFlags({"--model=resnet"}).ok());
   EXPECT_FALSE(ParseTrainFlags({"--epochs=1", "--steps=2"}).ok());
