@@ -123,6 +123,10 @@ const FlagSet& TrainFlagSet() {
         .String("trace_warmup_steps", "N", "chief steps before tracing (default 20)")
         .String("metrics_port", "P",
                 "under TF_CONFIG: serve Prometheus metrics at http://HOST:P/metrics")
+        .String("heartbeat_interval_ms", "N",
+                "the task servers' heartbeats to the peers in use, every N ms (default 1000; "
+                "0: none)")
+        .String("heartbeat_misses", "N", "a peer is dead after N unanswered (default 3)")
         .Bool("evaluator",
               "evaluate each new checkpoint of --checkpoint_dir on the test set (one JSON line "
               "each) until the chief's final one, instead of training")
@@ -325,6 +329,10 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   }
   GR_ASSIGN_OR_RETURN(int64_t metrics_port, f.GetInt("metrics_port", -1, -1, 65535));
   c.metrics_port = static_cast<int>(metrics_port);
+  GR_ASSIGN_OR_RETURN(c.heartbeat_interval_ms,
+                      f.GetInt("heartbeat_interval_ms", c.heartbeat_interval_ms, 0, 3600000));
+  GR_ASSIGN_OR_RETURN(int64_t misses, f.GetInt("heartbeat_misses", c.heartbeat_misses, 1, 1000));
+  c.heartbeat_misses = static_cast<int>(misses);
   const CredentialArgs creds = GetCredentialArgs(f);
   c.auth_token_file = creds.auth_token_file;
   c.tls_ca_file = creds.tls_ca;
@@ -432,6 +440,8 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     if (c->insecure) server_args.push_back("--insecure");
     if (c->metrics_port >= 0)
       server_args.push_back(absl::StrCat("--metrics_port=", c->metrics_port));
+    server_args.push_back(absl::StrCat("--heartbeat_interval_ms=", c->heartbeat_interval_ms));
+    server_args.push_back(absl::StrCat("--heartbeat_misses=", c->heartbeat_misses));
     server_args.push_back("--allowed_dirs=" +
                           absl::StrJoin(client::trainer::TaskAllowedDirs(*c), ","));
     CredentialArgs creds{c->auth_token_file, c->tls_ca_file, c->tls_cert_file, c->tls_key_file};

@@ -285,6 +285,8 @@ absl::StatusOr<TrainResult> TrainInProcessCluster(const TrainConfig& c, std::ost
   lo.jobs = {{"ps", c.ps}, {"worker", c.workers}};
   lo.server.intra_op_threads = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
   lo.server.inter_op_threads = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
+  lo.server.heartbeat_interval_ms = c.heartbeat_interval_ms;
+  lo.server.heartbeat_misses = c.heartbeat_misses;
   // Loopback only, but other users of the machine reach it: a random token
   // per run (the sessions here reach their masters in process).
   lo.server.auth_token = NewRandomToken();
@@ -317,6 +319,8 @@ distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
   so.bind_host = c.bind_host;
   so.insecure = c.insecure;
   so.allowed_dirs = TaskAllowedDirs(c);
+  so.heartbeat_interval_ms = c.heartbeat_interval_ms;
+  so.heartbeat_misses = c.heartbeat_misses;
   if (!c.tf_config.empty()) {
     // `graphrun train` checked the files when it parsed the flags; for a
     // library caller an unreadable file means no credentials (and a task

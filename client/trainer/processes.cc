@@ -48,6 +48,8 @@ std::vector<std::string> TrainFlags(const TrainConfig& c) {
       absl::StrCat("--seed=", c.seed),
       absl::StrCat("--intra_op_threads=", c.intra_op_threads),
       absl::StrCat("--inter_op_threads=", c.inter_op_threads),
+      absl::StrCat("--heartbeat_interval_ms=", c.heartbeat_interval_ms),
+      absl::StrCat("--heartbeat_misses=", c.heartbeat_misses),
       "--format=json",
   };
   if (c.steps >= 0) f.push_back(absl::StrCat("--steps=", c.steps));
@@ -90,6 +92,8 @@ TaskCommand ChildCommand(const TrainConfig& c, const std::string& log_dir, const
     return TaskCommand{
         {"server", "--cluster=" + spec_json, "--job=ps", absl::StrCat("--task=", index),
          absl::StrCat("--intra_op_threads=", intra), absl::StrCat("--inter_op_threads=", inter),
+         absl::StrCat("--heartbeat_interval_ms=", c.heartbeat_interval_ms),
+         absl::StrCat("--heartbeat_misses=", c.heartbeat_misses),
          "--allowed_dirs=" + absl::StrJoin(trainer::TaskAllowedDirs(c), ",")},
         env,
         log_file};

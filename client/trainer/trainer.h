@@ -122,6 +122,11 @@ struct TrainConfig {
   // Under tf_config: Prometheus metrics of this task's server at
   // http://HOST:PORT/metrics (-1: none; 0: any free port).
   int metrics_port = -1;
+  // This process's task servers: heartbeats to the peers in use every
+  // heartbeat_interval_ms (0: none); a peer is dead after heartbeat_misses
+  // unanswered (distributed/rpc/grpc_server.h).
+  int64_t heartbeat_interval_ms = 1000;
+  int heartbeat_misses = 3;
   // Set by another thread to stop training early (tests).
   const std::atomic<bool>* stop = nullptr;
   // The chief traces trace_steps steps after trace_warmup_steps of its own

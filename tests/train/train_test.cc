@@ -601,6 +601,13 @@ TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
   auto gpus = ParseTrainFlags({"--distribution=mirrored", "--replica_device_type=GPU"});
   ASSERT_TRUE(gpus.ok()) << gpus.status();
   EXPECT_EQ(gpus->replica_device_type, "GPU");
+  auto heartbeats = ParseTrainFlags({"--heartbeat_interval_ms=250", "--heartbeat_misses=5"});
+  ASSERT_TRUE(heartbeats.ok()) << heartbeats.status();
+  EXPECT_EQ(heartbeats->heartbeat_interval_ms, 250);
+  EXPECT_EQ(heartbeats->heartbeat_misses, 5);
+  EXPECT_EQ(ok->heartbeat_interval_ms, 1000);
+  EXPECT_EQ(ok->heartbeat_misses, 3);
+  EXPECT_FALSE(ParseTrainFlags({"--heartbeat_misses=0"}).ok());
   auto not_mirrored =
       ParseTrainFlags({"--distribution=multi_worker_mirrored", "--replica_device_type=GPU"});
   EXPECT_EQ(not_mirrored.status().message(),
