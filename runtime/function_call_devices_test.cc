@@ -169,5 +169,55 @@ TEST(TestAccelCallFrameTest, ABodyNodeOnAnotherTaskIsAnError) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("node 'c'"));
 }
 
+// TensorFlow's function attrs that say where int32 arguments live
+// (experimental_ints_on_device), and the argument attrs and shapes its
+// exporter adds, are accepted: inlined (c) and as a call frame (d), with
+// and without an accelerator.
+TEST(TestAccelCallFrameTest, IntsOnDeviceAndArgAttrsAreAccepted) {
+  const char kInts[] = R"(
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } } }
+node { name: "c" op: "StatefulPartitionedCall" input: "x"
+       attr { key: "f" value { func { name: "addone" } } }
+       attr { key: "Tin" value { list { type: DT_INT32 } } }
+       attr { key: "Tout" value { list { type: DT_INT32 } } }
+       attr { key: "config_proto" value { s: "" } }
+       attr { key: "executor_type" value { s: "" } } }
+node { name: "d" op: "StatefulPartitionedCall" input: "x"
+       attr { key: "f" value { func { name: "addone_frame" } } }
+       attr { key: "Tin" value { list { type: DT_INT32 } } }
+       attr { key: "Tout" value { list { type: DT_INT32 } } } }
+library {
+  function {
+    signature { name: "addone" input_arg { name: "a" type: DT_INT32 } output_arg { name: "r" type: DT_INT32 } }
+    attr { key: "experimental_ints_on_device" value { b: true } }
+    attr { key: "_input_shapes" value { list { shape { } } } }
+    arg_attr { key: 0 value { attr { key: "_output_shapes" value { list { shape { } } } } attr { key: "_user_specified_name" value { s: "a" } } } }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+               attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+    node_def { name: "s" op: "AddV2" input: "a" input: "one:output:0" attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "r" value: "s:z:0" }
+  }
+  function {
+    signature { name: "addone_frame" input_arg { name: "a" type: DT_INT32 } output_arg { name: "r" type: DT_INT32 } }
+    attr { key: "experimental_ints_on_device" value { b: true } }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+               attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+    node_def { name: "s" op: "AddV2" input: "a" input: "one:output:0" attr { key: "T" value { type: DT_INT32 } } }
+    ret { key: "r" value: "s:z:0" }
+  }
+}
+)";
+  auto registry = Registry();
+  for (int accel : {0, 1}) {
+    auto s = Session(registry.get(), accel, true, kInts);
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto out = (*s)->Run({{"x", Tensor::Scalar<int32_t>(41)}}, {"c", "d"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].scalar<int32_t>(), 42) << accel;
+    EXPECT_EQ((*out)[1].scalar<int32_t>(), 42) << accel;
+  }
+}
+
 }  // namespace
 }  // namespace graphrun
