@@ -1,5 +1,7 @@
 #include "distributed/graph_mgr.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "distributed/collective_remote.h"
 #include "graph/graph.h"
@@ -8,6 +10,19 @@
 
 namespace graphrun {
 namespace distributed {
+
+namespace {
+
+// Call frames within the task's limits (--max_function_depth,
+// --max_graph_nodes).
+FunctionRuntimeOptions CallFrameOptions(const ServingLimits& limits) {
+  FunctionRuntimeOptions o;
+  o.max_depth = static_cast<int>(std::min<int64_t>(limits.max_function_depth, 1 << 20));
+  o.max_nodes = limits.max_graph_nodes;
+  return o;
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> GraphMgr::Register(const tensorflow::GraphDef& def) {
   ImportOptions io;
@@ -34,9 +49,9 @@ absl::StatusOr<std::string> GraphMgr::Register(const tensorflow::GraphDef& def) 
     }
     n->set_assigned_device(d);
   }
-  GR_ASSIGN_OR_RETURN(
-      std::shared_ptr<const DeviceExecutors> item,
-      DeviceExecutors::Build(*graph, dm, *env_->op_registry, *env_->kernel_registry));
+  GR_ASSIGN_OR_RETURN(std::shared_ptr<const DeviceExecutors> item,
+                      DeviceExecutors::Build(*graph, dm, *env_->op_registry, *env_->kernel_registry,
+                                             CallFrameOptions(env_->limits)));
   std::string handle = absl::StrCat("g", next_id_.fetch_add(1));
   std::lock_guard<std::mutex> l(mu_);
   items_[handle] = std::move(item);

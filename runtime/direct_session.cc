@@ -188,10 +188,11 @@ DirectSession::GetOrCreateExecutors(const std::vector<std::string>& feeds,
   auto ek = std::make_shared<ExecutorsAndKeys>();
   ek->feed_types = cg.feed_types;
   ek->fetch_types = cg.fetch_types;
-  GR_ASSIGN_OR_RETURN(
-      ek->executors,
-      DeviceExecutors::Build(*cg.graph, device_mgr_.get(), *op_registry_, *kernel_registry_,
-                             options_.config.allow_soft_placement()));
+  FunctionRuntimeOptions call_frames;
+  call_frames.allow_soft_placement = options_.config.allow_soft_placement();
+  GR_ASSIGN_OR_RETURN(ek->executors,
+                      DeviceExecutors::Build(*cg.graph, device_mgr_.get(), *op_registry_,
+                                             *kernel_registry_, call_frames));
   std::lock_guard<std::mutex> l(mu_);
   executors_[key] = ek;
   return ek;

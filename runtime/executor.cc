@@ -730,10 +730,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams&
   impl.host_only = params.device->accelerator() == nullptr;
   impl.items.resize(graph->num_node_ids());
   if (graph->library().function_size() > 0) {
-    FunctionRuntimeOptions fo;
-    fo.device_mgr = params.device_mgr;
-    fo.allow_soft_placement = params.allow_soft_placement;
-    impl.functions = NewFunctionLibraryRuntime(&graph->library(), params.kernel_registry, fo);
+    impl.functions =
+        NewFunctionLibraryRuntime(&graph->library(), params.kernel_registry, params.functions);
   }
   for (Node* n : graph->nodes()) {
     NodeItem& item = impl.items[n->id()];

@@ -25,20 +25,17 @@
 #include "kernels/framework/kernel_registry.h"
 #include "kernels/framework/op_kernel.h"
 #include "kernels/framework/step_stats.h"
+#include "runtime/function_call.h"
 
 namespace graphrun {
-
-class DeviceMgr;  // runtime/device.h
 
 struct ExecutorParams {
   DeviceBase* device = nullptr;                     // not owned
   const KernelRegistry* kernel_registry = nullptr;  // not owned
-  // The task's devices, for the bodies of call frames whose nodes ask for
-  // devices of their own (runtime/function_call.h); null: every body node
-  // runs on `device`. Not owned; outlives the executor.
-  DeviceMgr* device_mgr = nullptr;
-  // Soft placement for those bodies' nodes (the session's setting).
-  bool allow_soft_placement = false;
+  // How the graph's call frames are instantiated (runtime/function_call.h):
+  // the task's devices (not owned; outlive the executor), soft placement,
+  // nesting and size limits.
+  FunctionRuntimeOptions functions;
 };
 
 class Executor {

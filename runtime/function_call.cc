@@ -174,10 +174,9 @@ class MultiDeviceBody : public FunctionLibraryRuntime::Body {
 // whose executor builds its kernels, ...). Recursion is an error, but a
 // call graph shaped like a diamond (f calls g twice, g calls h twice, ...)
 // would still make exponentially many bodies: one build may make at most
-// kMaxBodies bodies of kMaxNodes nodes in all, nested kMaxDepth deep.
-constexpr int kMaxDepth = 64;
+// kMaxBodies bodies of max_nodes nodes in all, nested max_depth deep
+// (FunctionRuntimeOptions).
 constexpr int kMaxBodies = 1024;
-constexpr int64_t kMaxNodes = int64_t{1} << 20;
 thread_local int tl_depth = 0;
 thread_local int tl_bodies = 0;
 thread_local int64_t tl_nodes = 0;
@@ -206,10 +205,10 @@ class Runtime : public FunctionLibraryRuntime {
                                                     const DataTypeVector& out,
                                                     DeviceBase* device) override {
     BuildScope build;
-    if (tl_depth > kMaxDepth) {
-      return absl::ResourceExhaustedError(absl::StrCat("call frames nest deeper than ", kMaxDepth,
-                                                       " (instantiating function '", f.name(),
-                                                       "')"));
+    if (tl_depth > options_.max_depth) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("call frames nest deeper than ", options_.max_depth,
+                       " (instantiating function '", f.name(), "'; --max_function_depth)"));
     }
     if (++tl_bodies > kMaxBodies) {
       return absl::ResourceExhaustedError(
@@ -246,28 +245,32 @@ class Runtime : public FunctionLibraryRuntime {
       (*ret->mutable_attr())["index"] = MakeAttr(static_cast<int64_t>(i));
     }
     const OpRegistry& ops = DefaultOpRegistry();
-    GR_ASSIGN_OR_RETURN(tensorflow::GraphDef canonical, CanonicalizeGraphDefForSession(def, ops));
+    LoweringOptions lowering;
+    lowering.max_depth = options_.max_depth;
+    lowering.max_nodes = options_.max_nodes;
+    GR_ASSIGN_OR_RETURN(tensorflow::GraphDef canonical,
+                        CanonicalizeGraphDefForSession(def, ops, lowering));
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, GraphFromGraphDef(canonical, ops));
     tl_nodes += graph->num_nodes();
-    if (tl_nodes > kMaxNodes) {
+    if (tl_nodes > options_.max_nodes) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("the graph's call-frame bodies make more than ", kMaxNodes,
-                       " nodes (instantiating function '", f.name(), "')"));
+          absl::StrCat("the graph's call-frame bodies make more than ", options_.max_nodes,
+                       " nodes (instantiating function '", f.name(), "'; --max_graph_nodes)"));
     }
     bool requests = false;
     for (Node* n : graph->nodes()) requests |= !n->requested_device().empty();
     if (requests && options_.device_mgr != nullptr) {
       GR_ASSIGN_OR_RETURN(bool one_device, PlaceBody(f.name(), graph.get(), device));
       if (!one_device) {
-        GR_ASSIGN_OR_RETURN(std::unique_ptr<DeviceExecutors> ex,
-                            DeviceExecutors::Build(*graph, options_.device_mgr, ops, *kernels_,
-                                                   options_.allow_soft_placement));
+        GR_ASSIGN_OR_RETURN(
+            std::unique_ptr<DeviceExecutors> ex,
+            DeviceExecutors::Build(*graph, options_.device_mgr, ops, *kernels_, options_));
         return std::unique_ptr<FunctionLibraryRuntime::Body>(
             new MultiDeviceBody(f.name(), std::move(ex), out.size()));
       }
     }
     for (Node* n : graph->nodes()) n->set_assigned_device(device->name());
-    ExecutorParams params{device, kernels_, options_.device_mgr, options_.allow_soft_placement};
+    ExecutorParams params{device, kernels_, options_};
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::Create(params, std::move(graph)));
     return std::unique_ptr<FunctionLibraryRuntime::Body>(
         new CallBody(f.name(), std::move(ex), out.size()));

@@ -15,6 +15,7 @@
 #ifndef GRAPHRUN_RUNTIME_FUNCTION_CALL_H_
 #define GRAPHRUN_RUNTIME_FUNCTION_CALL_H_
 
+#include <cstdint>
 #include <memory>
 
 #include "graph/proto/graph.pb.h"
@@ -38,6 +39,12 @@ struct FunctionRuntimeOptions {
   // body node runs on the calling kernel's device.
   DeviceMgr* device_mgr = nullptr;
   bool allow_soft_placement = false;
+  // One executor build may nest call frames at most max_depth deep, and
+  // their bodies may have at most max_nodes nodes in all (ResourceExhausted
+  // naming the function): a server's --max_function_depth and
+  // --max_graph_nodes.
+  int max_depth = 64;
+  int64_t max_nodes = int64_t{1} << 20;
 };
 
 // `library` and `kernels` (and options.device_mgr) must outlive the

@@ -154,7 +154,7 @@ void MarkHostMemoryRecvs(Device* device, const OpRegistry& op_registry,
 
 absl::StatusOr<std::unique_ptr<DeviceExecutors>> DeviceExecutors::Build(
     const Graph& graph, DeviceMgr* device_mgr, const OpRegistry& op_registry,
-    const KernelRegistry& kernels, bool allow_soft_placement) {
+    const KernelRegistry& kernels, const FunctionRuntimeOptions& functions) {
   placement::PartitionOptions popts;
   popts.get_incarnation = [device_mgr](const std::string& name) -> uint64_t {
     auto d = device_mgr->Lookup(name);
@@ -170,7 +170,8 @@ absl::StatusOr<std::unique_ptr<DeviceExecutors>> DeviceExecutors::Build(
       MarkHostMemoryRecvs(device, op_registry, kernels, &pdef);
     }
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Graph> pg, GraphFromGraphDef(pdef, op_registry, io));
-    ExecutorParams ep{device, &kernels, device_mgr, allow_soft_placement};
+    ExecutorParams ep{device, &kernels, functions};
+    ep.functions.device_mgr = device_mgr;
     GR_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::Create(ep, std::move(pg)));
     out->units_.push_back({device, std::move(ex), std::move(pdef)});
   }

@@ -34,6 +34,7 @@
 #include "runtime/device.h"
 #include "runtime/device_factory.h"
 #include "runtime/executor.h"
+#include "runtime/function_call.h"
 
 namespace graphrun {
 
@@ -79,13 +80,11 @@ class DeviceExecutors {
   // Partitions `graph` (every node assigned to a device of `device_mgr`)
   // per device and builds each piece's Executor. Errors name the node (a
   // device this task does not have, a missing kernel, bad attrs).
-  // `allow_soft_placement`: for the nodes of call-frame bodies
-  // (runtime/function_call.h), placed over device_mgr's devices.
-  static absl::StatusOr<std::unique_ptr<DeviceExecutors>> Build(const Graph& graph,
-                                                                DeviceMgr* device_mgr,
-                                                                const OpRegistry& op_registry,
-                                                                const KernelRegistry& kernels,
-                                                                bool allow_soft_placement = false);
+  // `functions`: how call-frame bodies are instantiated
+  // (runtime/function_call.h; its device_mgr is `device_mgr`).
+  static absl::StatusOr<std::unique_ptr<DeviceExecutors>> Build(
+      const Graph& graph, DeviceMgr* device_mgr, const OpRegistry& op_registry,
+      const KernelRegistry& kernels, const FunctionRuntimeOptions& functions = {});
 
   struct StepArgs {
     int64_t step_id = 0;

@@ -555,6 +555,47 @@ TEST(ServingLimitsTest, InlinedFunctionsAndExtendsCountAgainstTheLimits) {
   st = (*c)->Create(deep);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_THAT(std::string(st.message()), HasSubstr("function 'f3': calls nest deeper than 2"));
+
+  // The same limits hold for call frames (`_noinline`), whose bodies the
+  // worker instantiates when it builds its executors: frames f1 -> f2 ->
+  // f3 make bodies of 3 nodes each (_Arg, the node, _Retval), over 4 nodes
+  // by f2; a frame of six Identity nodes is over it by itself.
+  const std::string noinline = "attr { key: '_noinline' value { b: true } } ";
+  tensorflow::GraphDef deep_frames = parse(absl::StrCat(
+      konst, " node { name: 'call' op: 'f1' input: 'p' } library { ",
+      function("f1", noinline + "node_def { name: 'c' op: 'f2' input: 'x' }", "c:y:0"), " ",
+      function("f2", noinline + "node_def { name: 'c' op: 'f3' input: 'x' }", "c:y:0"), " ",
+      function("f3", noinline + identity("i", "x"), "i:output:0"), " }"));
+  auto run = [&](const SessionOptions& options, const tensorflow::GraphDef& g) {
+    auto session = NewSession(options);
+    EXPECT_TRUE(session.ok());
+    if (!session.ok()) return session.status();
+    absl::Status s = (*session)->Create(g);
+    if (s.ok()) s = (*session)->Run({}, {"call"}, {}).status();
+    return s;
+  };
+  st = run(so, deep_frames);
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("call-frame bodies make more than 4 nodes (instantiating function 'f2'; "
+                        "--max_graph_nodes)"));
+  st = run(so, parse(absl::StrCat(konst, " node { name: 'call' op: 'six' input: 'p' } library { ",
+                                  function("six", noinline + body, "i5:output:0"), " }")));
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("inlining function calls makes more than 4 nodes (at node 'six/i4'"));
+  // With room for the nodes, three frames nested are over a depth of two.
+  LocalClusterOptions roomy = o;
+  roomy.server.limits.max_graph_nodes = 1000;
+  auto cluster2 = LocalCluster::Start(roomy);
+  ASSERT_TRUE(cluster2.ok()) << cluster2.status();
+  SessionOptions so2;
+  so2.target = (*cluster2)->target("worker", 0);
+  st = run(so2, deep_frames);
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("call frames nest deeper than 2 (instantiating function 'f3'; "
+                        "--max_function_depth)"));
 }
 
 }  // namespace
