@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "distributed/cluster_spec.h"
 #include "distributed/rpc/data_channel_internal.h"
 #include "graph/memory_budget.h"
 #include "graph/proto/tensor.pb.h"
@@ -115,9 +116,8 @@ std::string SentPeerLabel(const std::string& rendezvous_key) {
   if (rendezvous_key.rfind("collective;", 0) == 0) return "collective";
   absl::StatusOr<Rendezvous::ParsedKey> k = Rendezvous::ParseKey(rendezvous_key);
   if (!k.ok()) return "unknown";
-  const size_t device = k->dst_device.find("/device:");
-  if (device == std::string::npos || device == 0) return "unknown";
-  return k->dst_device.substr(0, device);
+  const std::string task = TaskOfDevice(k->dst_device);
+  return task.empty() || task == k->dst_device ? "unknown" : task;
 }
 
 absl::Status AnnotatePeerStatus(absl::StatusCode code, const std::string& message,

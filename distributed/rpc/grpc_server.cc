@@ -296,34 +296,30 @@ void GrpcServer::FillStats(std::chrono::steady_clock::time_point start, TaskStat
   stats->set_graph_runs(static_cast<int64_t>(
       m.Value("graphrun_rpcs_total",
               {{"method", "/graphrun.distributed.WorkerService/RunGraph"}, {"code", "OK"}})));
-  for (const std::string& peer : cluster.TaskNames()) {
-    double bytes = 0;
-    for (const char* path : {"data_channel", "grpc"}) {
-      bytes += m.Value("graphrun_recv_bytes_total", {{"peer", peer}, {"path", path}});
+  // A series' bytes per peer, over both paths, into `out`; the total.
+  auto per_peer = [&m](const char* series, const std::vector<std::string>& peers,
+                       google::protobuf::RepeatedPtrField<PeerBytes>* out) {
+    double total = 0;
+    for (const std::string& peer : peers) {
+      double bytes = 0;
+      for (const char* path : {"data_channel", "grpc"}) {
+        bytes += m.Value(series, {{"peer", peer}, {"path", path}});
+      }
+      if (bytes > 0) {
+        PeerBytes* p = out->Add();
+        p->set_peer(peer);
+        p->set_bytes(static_cast<int64_t>(bytes));
+      }
+      total += bytes;
     }
-    if (bytes > 0) {
-      PeerBytes* p = stats->add_received();
-      p->set_peer(peer);
-      p->set_bytes(static_cast<int64_t>(bytes));
-    }
-  }
-  double sent_total = 0;
+    return total;
+  };
+  per_peer("graphrun_recv_bytes_total", cluster.TaskNames(), stats->mutable_received());
   std::vector<std::string> sent_peers = cluster.TaskNames();
   sent_peers.push_back("collective");
   sent_peers.push_back("unknown");
-  for (const std::string& peer : sent_peers) {
-    double bytes = 0;
-    for (const char* path : {"data_channel", "grpc"}) {
-      bytes += m.Value("graphrun_sent_bytes_total", {{"peer", peer}, {"path", path}});
-    }
-    if (bytes > 0) {
-      PeerBytes* p = stats->add_sent();
-      p->set_peer(peer);
-      p->set_bytes(static_cast<int64_t>(bytes));
-    }
-    sent_total += bytes;
-  }
-  stats->set_sent_bytes(static_cast<int64_t>(sent_total));
+  stats->set_sent_bytes(static_cast<int64_t>(
+      per_peer("graphrun_sent_bytes_total", sent_peers, stats->mutable_sent())));
   stats->set_tensor_bytes(TensorBytesInUse());
   stats->set_uptime_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - start)
