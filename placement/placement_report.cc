@@ -1,10 +1,14 @@
 #include "placement/placement_report.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
@@ -105,6 +109,116 @@ absl::StatusOr<std::vector<bool>> NeededNodes(const Graph& graph,
     for (const Edge* e : n->in_edges()) stack.push_back(e->src);
   }
   return needed;
+}
+
+// The name part of an input string ("a:1", "^a" -> "a").
+absl::string_view InputNode(absl::string_view input) {
+  if (absl::StartsWith(input, "^")) input.remove_prefix(1);
+  return input.substr(0, input.rfind(':'));
+}
+
+bool UpdatesInputZero(const std::string& op) {
+  static const char* const kPrefixes[] = {
+      "Apply",  "ResourceApply", "SparseApply",    "ResourceSparseApply",
+      "Assign", "Scatter",       "ResourceScatter"};
+  for (const char* p : kPrefixes) {
+    if (absl::StartsWith(op, p)) return true;
+  }
+  return false;
+}
+
+// Traces measured transfers to the variables they carry, over the step's
+// partition graphs: nodes are keyed by location (task or device, as the
+// report groups them) and name, so that the same names in the graphs of
+// several workers (between-graph replication) stay apart.
+class VariableTracer {
+ public:
+  VariableTracer(const tensorflow::RunMetadata& metadata, const std::set<std::string>& ps_ops,
+                 const std::function<std::string(const std::string&)>& loc_of)
+      : ps_ops_(ps_ops) {
+    for (const tensorflow::GraphDef& g : metadata.partition_graphs()) {
+      for (const tensorflow::NodeDef& n : g.node()) {
+        const std::string loc = loc_of(n.device());
+        if (!nodes_.try_emplace({loc, n.name()}, &n).second) continue;
+        for (int i = 0; i < n.input_size(); ++i) {
+          if (absl::StartsWith(n.input(i), "^")) continue;
+          consumers_[{loc, std::string(InputNode(n.input(i)))}].push_back({&n, i});
+        }
+        if (n.op() == "_Recv") {
+          auto it = n.attr().find("tensor_name");
+          if (it != n.attr().end()) recvs_[{loc, it->second.s()}] = &n;
+        }
+      }
+    }
+  }
+
+  // The variable (its node name) whose value `node` in `loc` reads, "" when
+  // none: `node` itself, or the source of a chain of reads.
+  std::string ReadOf(const std::string& loc, absl::string_view node) const {
+    static const std::set<std::string>* const kReads =
+        new std::set<std::string>{"Identity", "Snapshot",       "ReadVariableOp", "Gather",
+                                  "GatherV2", "ResourceGather", "Enter",          "RefIdentity"};
+    for (int hops = 0; hops < 32; ++hops) {
+      auto it = nodes_.find({loc, std::string(node)});
+      if (it == nodes_.end()) return "";
+      const tensorflow::NodeDef& n = *it->second;
+      if (ps_ops_.count(n.op())) return n.name();
+      if (!kReads->count(n.op()) || n.input_size() == 0) return "";
+      node = InputNode(n.input(0));
+    }
+    return "";
+  }
+
+  // The variable that the value received by the _Recv of `tensor_name` in
+  // `loc` updates, "" when none.
+  std::string UpdateOf(const std::string& loc, const std::string& tensor_name) const {
+    static const std::set<std::string>* const kThrough =
+        new std::set<std::string>{"Identity", "Snapshot", "IdentityN", "AddN", "Cast", "Reshape"};
+    auto recv = recvs_.find({loc, tensor_name});
+    if (recv == recvs_.end()) return "";
+    std::vector<std::string> stack = {recv->second->name()};
+    std::set<std::string> visited;
+    while (!stack.empty() && visited.size() < 256) {
+      const std::string name = std::move(stack.back());
+      stack.pop_back();
+      if (!visited.insert(name).second) continue;
+      auto cs = consumers_.find({loc, name});
+      if (cs == consumers_.end()) continue;
+      for (const auto& [c, index] : cs->second) {
+        if (index >= 1 && UpdatesInputZero(c->op())) {
+          std::string var = ReadOf(loc, InputNode(c->input(0)));
+          if (!var.empty()) return var;
+        } else if (kThrough->count(c->op())) {
+          stack.push_back(c->name());
+        }
+      }
+    }
+    return "";
+  }
+
+ private:
+  const std::set<std::string>& ps_ops_;
+  std::map<std::pair<std::string, std::string>, const tensorflow::NodeDef*> nodes_;
+  std::map<std::pair<std::string, std::string>,
+           std::vector<std::pair<const tensorflow::NodeDef*, int>>>
+      consumers_;
+  std::map<std::pair<std::string, std::string>, const tensorflow::NodeDef*> recvs_;
+};
+
+// report.pairs from report.edges.
+void SumTaskPairs(PlacementReport* report) {
+  std::map<std::pair<std::string, std::string>, TaskPairReport> pairs;
+  for (const EdgeReport& e : report->edges) {
+    TaskPairReport& p = pairs[{e.src_task, e.dst_task}];
+    p.src_task = e.src_task;
+    p.dst_task = e.dst_task;
+    ++p.num_edges;
+    if (p.bytes_per_step >= 0) {
+      p.bytes_per_step = e.bytes_per_step < 0 ? -1 : p.bytes_per_step + e.bytes_per_step;
+    }
+  }
+  report->pairs.clear();
+  for (auto& [key, p] : pairs) report->pairs.push_back(std::move(p));
 }
 
 }  // namespace
@@ -219,6 +333,7 @@ absl::StatusOr<PlacementReport> BuildPlacementReport(const tensorflow::GraphDef&
   std::sort(report.edges.begin(), report.edges.end(), [](const EdgeReport& a, const EdgeReport& b) {
     return std::tie(a.src_task, a.dst_task, a.tensor) < std::tie(b.src_task, b.dst_task, b.tensor);
   });
+  SumTaskPairs(&report);
   double total = 0, max_bytes = 0;
   int num_ps = 0;
   for (const TaskReport& t : report.tasks) {
@@ -378,7 +493,10 @@ absl::StatusOr<PlacementReport> MeasuredTrafficReport(const tensorflow::RunMetad
       }
     }
   }
-  // Edges: one per (source, destination, original tensor), bytes summed.
+  // Edges: one per (source, destination, original tensor), bytes summed,
+  // each traced to the variable it reads or updates.
+  const VariableTracer tracer(metadata, options.ps_ops, loc_of);
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> var_traffic;
   std::map<std::tuple<std::string, std::string, std::string>, EdgeReport> edges;
   for (auto& [key, seen] : transfers) {
     const std::string src = loc_of(seen.record.send_device);
@@ -400,8 +518,24 @@ absl::StatusOr<PlacementReport> MeasuredTrafficReport(const tensorflow::RunMetad
     e.bytes_per_step += bytes;
     report.tasks[index[src]].send_bytes_per_step += bytes;
     report.tasks[index[dst]].recv_bytes_per_step += bytes;
+    if (absl::StartsWith(tensor, "^")) continue;
+    if (std::string var = tracer.ReadOf(src, InputNode(tensor)); !var.empty()) {
+      var_traffic[{src, var}].first += bytes;
+      e.variable = var;
+    } else if (var = tracer.UpdateOf(dst, seen.record.tensor_name); !var.empty()) {
+      var_traffic[{dst, var}].second += bytes;
+      e.variable = var;
+    }
   }
   for (auto& [key, e] : edges) report.edges.push_back(std::move(e));
+  for (TaskReport& t : report.tasks) {
+    for (VariableReport& v : t.variables) {
+      auto it = var_traffic.find({t.task, v.name});
+      v.read_bytes_per_step = it == var_traffic.end() ? 0 : it->second.first;
+      v.update_bytes_per_step = it == var_traffic.end() ? 0 : it->second.second;
+    }
+  }
+  SumTaskPairs(&report);
   double total = 0, max_bytes = 0;
   int num_ps = 0;
   for (const TaskReport& t : report.tasks) {
@@ -431,9 +565,14 @@ std::string ReportToJson(const PlacementReport& report) {
                     ", \"recv_bytes_per_step\": ", t.recv_bytes_per_step, ", \"variables\": [");
     for (size_t j = 0; j < t.variables.size(); ++j) {
       const VariableReport& v = t.variables[j];
-      absl::StrAppend(
-          &out, j ? ", " : "", "{\"name\": ", Quote(v.name), ", \"shape\": ", ShapeToJson(v.shape),
-          ", \"dtype\": ", Quote(DataTypeEnumName(v.dtype)), ", \"bytes\": ", v.bytes, "}");
+      absl::StrAppend(&out, j ? ", " : "", "{\"name\": ", Quote(v.name),
+                      ", \"shape\": ", ShapeToJson(v.shape),
+                      ", \"dtype\": ", Quote(DataTypeEnumName(v.dtype)), ", \"bytes\": ", v.bytes);
+      if (report.measured) {
+        absl::StrAppend(&out, ", \"read_bytes_per_step\": ", v.read_bytes_per_step,
+                        ", \"update_bytes_per_step\": ", v.update_bytes_per_step);
+      }
+      out += "}";
     }
     absl::StrAppend(&out, "], \"nodes\": [");
     for (size_t j = 0; j < t.nodes.size(); ++j) {
@@ -447,7 +586,16 @@ std::string ReportToJson(const PlacementReport& report) {
     const EdgeReport& e = report.edges[i];
     absl::StrAppend(&out, i ? ",\n" : "\n", "{\"src_task\": ", Quote(e.src_task),
                     ", \"dst_task\": ", Quote(e.dst_task), ", \"tensor\": ", Quote(e.tensor),
-                    ", \"bytes_per_step\": ", e.bytes_per_step, "}");
+                    ", \"bytes_per_step\": ", e.bytes_per_step);
+    if (report.measured) absl::StrAppend(&out, ", \"variable\": ", Quote(e.variable));
+    out += "}";
+  }
+  out += "],\n\"pairs\": [";
+  for (size_t i = 0; i < report.pairs.size(); ++i) {
+    const TaskPairReport& p = report.pairs[i];
+    absl::StrAppend(&out, i ? ",\n" : "\n", "{\"src_task\": ", Quote(p.src_task),
+                    ", \"dst_task\": ", Quote(p.dst_task),
+                    ", \"bytes_per_step\": ", p.bytes_per_step, ", \"edges\": ", p.num_edges, "}");
   }
   out += "]}\n";
   return out;

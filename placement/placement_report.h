@@ -20,7 +20,11 @@
 // RunMetadata instead (measured = true): tasks are the ones the step ran
 // on, variables come from the partition graphs when the metadata has them,
 // and each edge is what the step's _Recv (or, without one, _Send) node
-// stats say crossed between two tasks, summed per original tensor.
+// stats say crossed between two tasks, summed per original tensor. With
+// partition graphs, each edge is traced to the variable it carries: back
+// from its source through reads (Identity, ReadVariableOp, gathers) to a
+// variable, or forward from its _Recv through Identity/AddN/Cast/Reshape
+// to an op that updates a variable (Apply*, Assign*, Scatter*).
 //
 // ReportToJson is the documented schema (docs/placement.md):
 //   {"strategy": "...", "measured": false, "batch_size": 1,
@@ -29,7 +33,10 @@
 //               "variables": [{"name", "shape", "dtype", "bytes"}],
 //               "nodes": ["..."]}],
 //    "imbalance": x,
-//    "edges": [{"src_task", "dst_task", "tensor", "bytes_per_step"}]}
+//    "edges": [{"src_task", "dst_task", "tensor", "bytes_per_step"}],
+//    "pairs": [{"src_task", "dst_task", "bytes_per_step", "edges"}]}
+// A measured report adds "read_bytes_per_step" and "update_bytes_per_step"
+// to each variable and "variable" to each edge.
 #ifndef GRAPHRUN_PLACEMENT_PLACEMENT_REPORT_H_
 #define GRAPHRUN_PLACEMENT_PLACEMENT_REPORT_H_
 
@@ -54,6 +61,10 @@ struct VariableReport {
   PartialShape shape;
   DataType dtype = DT_INVALID;
   int64_t bytes = -1;  // -1: unknown
+  // Measured reports only (-1 otherwise): bytes per step of this
+  // variable's value leaving its task (reads, gathers) and of updates to it
+  // arriving there (gradients fed to Apply*/Assign*/Scatter* ops on it).
+  int64_t read_bytes_per_step = -1, update_bytes_per_step = -1;
 };
 
 struct TaskReport {
@@ -71,6 +82,16 @@ struct EdgeReport {
   DataType dtype = DT_INVALID;
   PartialShape shape;           // as inferred, before batch substitution
   int64_t bytes_per_step = -1;  // -1: unknown rank
+  // Measured reports only: the variable ("task|name" resolved to its
+  // name) whose value or update this edge carries; "" when none.
+  std::string variable;
+};
+
+// All edges from one task to another, summed.
+struct TaskPairReport {
+  std::string src_task, dst_task;
+  int64_t bytes_per_step = 0;  // -1 when an edge's bytes are unknown
+  int num_edges = 0;
 };
 
 struct PlacementReport {
@@ -84,6 +105,7 @@ struct PlacementReport {
   std::vector<TaskReport> tasks;  // PS tasks, then workers, then others
   double imbalance = 1.0;
   std::vector<EdgeReport> edges;
+  std::vector<TaskPairReport> pairs;  // by source, then destination
 };
 
 struct ReportOptions {

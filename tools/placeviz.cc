@@ -30,6 +30,7 @@ namespace {
 
 using placement::EdgeReport;
 using placement::PlacementReport;
+using placement::TaskPairReport;
 using placement::TaskReport;
 using placement::VariableReport;
 
@@ -132,19 +133,36 @@ std::string ReportToText(const PlacementReport& r) {
   }
   absl::StrAppend(
       &out, absl::StrFormat("\nimbalance (max/mean bytes over PS tasks): %.3f\n", r.imbalance));
-  absl::StrAppend(&out, "\nvariables:\n");
+  absl::StrAppend(&out, r.measured ? "\nvariables (read: value out of its task per step; "
+                                     "update: bytes applied to it per step):\n"
+                                   : "\nvariables:\n");
   for (const TaskReport& t : r.tasks) {
     for (const VariableReport& v : t.variables) {
       absl::StrAppend(
-          &out, absl::StrFormat("  %-22s %-36s %-14s %-10s %12s\n", t.task, v.name,
+          &out, absl::StrFormat("  %-22s %-36s %-14s %-10s %12s", t.task, v.name,
                                 ShapeText(v.shape), DataTypeEnumName(v.dtype), BytesText(v.bytes)));
+      if (r.measured) {
+        absl::StrAppend(
+            &out, absl::StrFormat("  read %10s  update %10s", BytesText(v.read_bytes_per_step),
+                                  BytesText(v.update_bytes_per_step)));
+      }
+      out += "\n";
     }
   }
   absl::StrAppend(&out, "\n", EdgesHeading(r), ":\n");
   if (r.edges.empty()) out += "  (none)\n";
   for (const EdgeReport& e : r.edges) {
-    absl::StrAppend(&out, absl::StrFormat("  %-22s -> %-22s %-40s %12s\n", e.src_task, e.dst_task,
+    absl::StrAppend(&out, absl::StrFormat("  %-22s -> %-22s %-40s %12s", e.src_task, e.dst_task,
                                           e.tensor, BytesText(e.bytes_per_step)));
+    if (!e.variable.empty()) absl::StrAppend(&out, "  (", e.variable, ")");
+    out += "\n";
+  }
+  if (!r.pairs.empty()) {
+    absl::StrAppend(&out, "\ntask pairs (bytes per step):\n");
+    for (const TaskPairReport& p : r.pairs) {
+      absl::StrAppend(&out, absl::StrFormat("  %-22s -> %-22s %12s  %d edges\n", p.src_task,
+                                            p.dst_task, BytesText(p.bytes_per_step), p.num_edges));
+    }
   }
   return out;
 }
@@ -306,12 +324,29 @@ std::string ReportToHtml(const PlacementReport& r, const std::string& svg) {
   }
   out +=
       "<h2>Variables</h2>\n<table><tr><th>task</th><th>name</th><th>shape</th><th>dtype</th>"
-      "<th>bytes</th></tr>\n";
+      "<th>bytes</th>";
+  if (r.measured) out += "<th>read/step</th><th>update/step</th>";
+  out += "</tr>\n";
   for (const TaskReport& t : r.tasks) {
     for (const VariableReport& v : t.variables) {
       absl::StrAppend(&out, "<tr><td>", Html(t.task), "</td><td>", Html(v.name), "</td><td>",
                       ShapeText(v.shape), "</td><td>", DataTypeEnumName(v.dtype),
-                      "</td><td class=n>", BytesText(v.bytes), "</td></tr>\n");
+                      "</td><td class=n>", BytesText(v.bytes), "</td>");
+      if (r.measured) {
+        absl::StrAppend(&out, "<td class=n>", BytesText(v.read_bytes_per_step), "</td><td class=n>",
+                        BytesText(v.update_bytes_per_step), "</td>");
+      }
+      out += "</tr>\n";
+    }
+  }
+  if (!r.pairs.empty()) {
+    out +=
+        "</table>\n<h2>Task pairs</h2>\n<table><tr><th>from</th><th>to</th><th>bytes/step</th>"
+        "<th>edges</th></tr>\n";
+    for (const TaskPairReport& p : r.pairs) {
+      absl::StrAppend(&out, "<tr><td>", Html(p.src_task), "</td><td>", Html(p.dst_task),
+                      "</td><td class=n>", BytesText(p.bytes_per_step), "</td><td class=n>",
+                      p.num_edges, "</td></tr>\n");
     }
   }
   std::string heading = EdgesHeading(r);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -283,6 +284,118 @@ TEST(PlacevizTest, MeasuredRunMetadata) {
   Result dot = Placeviz({"--run_metadata=" + path, "--format=dot"});
   ASSERT_EQ(dot.code, 0) << dot.err;
   EXPECT_THAT(dot.out, HasSubstr("128 B/step"));
+}
+
+// Edges traced to variables: w's value goes out to worker 0 through
+// w/read, and worker 0's gradient comes back through an Identity into
+// ApplyGradientDescent on w; a control edge is no variable's. The pairs
+// sum the edges of each direction.
+TEST(PlacevizTest, MeasuredTrafficPerVariableAndTaskPair) {
+  const std::string path = TempPath("traced.pbtxt");
+  ASSERT_TRUE(
+      WriteStringToFile(path, R"pb(
+        step_stats {
+          dev_stats {
+            device: "/job:ps/replica:0/task:0/device:CPU:0"
+            node_stats {
+              node_name: "edge_3_w/read/_send"
+              timeline_label: "edge_3_w/read/_send = _Send(edge_3_w/read from /job:ps/replica:0/task:0/device:CPU:0 to /job:worker/replica:0/task:0/device:CPU:0; src_tensor=w/read:0; bytes=128)"
+            }
+            node_stats {
+              node_name: "edge_7_g/_recv"
+              timeline_label: "edge_7_g/_recv = _Recv(edge_7_g from /job:worker/replica:0/task:0/device:CPU:0 to /job:ps/replica:0/task:0/device:CPU:0; src_tensor=g:0; bytes=128)"
+            }
+            node_stats {
+              node_name: "edge_8_c/_recv"
+              timeline_label: "edge_8_c/_recv = _Recv(edge_8_c from /job:worker/replica:0/task:0/device:CPU:0 to /job:ps/replica:0/task:0/device:CPU:0; src_tensor=^c; bytes=4)"
+            }
+          }
+        }
+        partition_graphs {
+          node {
+            name: "w"
+            op: "VariableV2"
+            device: "/job:ps/replica:0/task:0/device:CPU:0"
+            attr {
+              key: "dtype"
+              value { type: DT_FLOAT }
+            }
+            attr {
+              key: "shape"
+              value {
+                shape {
+                  dim { size: 4 }
+                  dim { size: 8 }
+                }
+              }
+            }
+          }
+          node {
+            name: "w/read"
+            op: "Identity"
+            input: "w"
+            device: "/job:ps/replica:0/task:0/device:CPU:0"
+          }
+          node {
+            name: "edge_7_g/_recv"
+            op: "_Recv"
+            device: "/job:ps/replica:0/task:0/device:CPU:0"
+            attr {
+              key: "tensor_name"
+              value { s: "edge_7_g" }
+            }
+          }
+          node {
+            name: "g/identity"
+            op: "Identity"
+            input: "edge_7_g/_recv"
+            device: "/job:ps/replica:0/task:0/device:CPU:0"
+          }
+          node { name: "lr" op: "Const" device: "/job:ps/replica:0/task:0/device:CPU:0" }
+          node {
+            name: "apply"
+            op: "ApplyGradientDescent"
+            input: "w"
+            input: "lr"
+            input: "g/identity"
+            device: "/job:ps/replica:0/task:0/device:CPU:0"
+          }
+        }
+      )pb")
+          .ok());
+  Result r = Placeviz({"--run_metadata=" + path, "--format=json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto json = ParseJson(r.out);
+  ASSERT_TRUE(json.ok()) << json.status() << r.out;
+  const JsonValue* ps = FindTask(*json, "/job:ps/task:0");
+  ASSERT_NE(ps, nullptr);
+  const auto& vars = ps->Find("variables")->items();
+  ASSERT_EQ(vars.size(), 1u) << r.out;
+  EXPECT_EQ(vars[0].Find("read_bytes_per_step")->number_text(), "128");
+  EXPECT_EQ(vars[0].Find("update_bytes_per_step")->number_text(), "128");
+  std::map<std::string, std::string> variable_of;
+  for (const JsonValue& e : json->Find("edges")->items()) {
+    variable_of[e.Find("tensor")->string_value()] = e.Find("variable")->string_value();
+  }
+  EXPECT_EQ(variable_of,
+            (std::map<std::string, std::string>{{"w/read:0", "w"}, {"g:0", "w"}, {"^c", ""}}));
+  const auto& pairs = json->Find("pairs")->items();
+  ASSERT_EQ(pairs.size(), 2u) << r.out;
+  EXPECT_EQ(pairs[0].Find("src_task")->string_value(), "/job:ps/task:0");
+  EXPECT_EQ(pairs[0].Find("dst_task")->string_value(), "/job:worker/task:0");
+  EXPECT_EQ(pairs[0].Find("bytes_per_step")->number_text(), "128");
+  EXPECT_EQ(pairs[0].Find("edges")->number_text(), "1");
+  EXPECT_EQ(pairs[1].Find("src_task")->string_value(), "/job:worker/task:0");
+  EXPECT_EQ(pairs[1].Find("bytes_per_step")->number_text(), "132");
+  EXPECT_EQ(pairs[1].Find("edges")->number_text(), "2");
+
+  Result text = Placeviz({"--run_metadata=" + path});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("read      128 B  update      128 B"));
+  EXPECT_THAT(text.out, HasSubstr("g:0                                             128 B  (w)"));
+  EXPECT_THAT(text.out, HasSubstr("task pairs (bytes per step):\n"
+                                  "  /job:ps/task:0         -> /job:worker/task:0            128 B"
+                                  "  1 edges\n"));
 }
 
 }  // namespace

@@ -113,7 +113,21 @@ TEST(TraceDirTest, TracesEveryTaskOfThreeStepsWithFlowArrows) {
   EXPECT_THAT(ReadAll(report), HasSubstr("/job:worker/task:0     -> /job:ps/task:0         "
                                          "gradients/dense/MatMul_grad/MatMul_1:0      784.0 KiB"));
   EXPECT_THAT(ReadAll(report), HasSubstr("/job:ps/task:0         -> /job:worker/task:0     "
-                                         "dense/ReadVariableOp:0                      784.0 KiB"));
+                                         "dense/ReadVariableOp:0                      784.0 KiB"
+                                         "  (dense/kernel)"));
+  // Per variable: the kernel's value out and its gradient back; Adam's
+  // slots never leave the PS.
+  EXPECT_THAT(ReadAll(report),
+              HasSubstr("dense/kernel                         [784,256]      "
+                        "DT_FLOAT      784.0 KiB  read  784.0 KiB  update  784.0 KiB"));
+  EXPECT_THAT(ReadAll(report),
+              HasSubstr("dense/kernel/Adam                    [784,256]      "
+                        "DT_FLOAT      784.0 KiB  read        0 B  update        0 B"));
+  EXPECT_THAT(ReadAll(report), HasSubstr("task pairs (bytes per step):\n"
+                                         "  /job:ps/task:0         -> /job:worker/task:0          "
+                                         "1.0 MiB  15 edges\n"
+                                         "  /job:worker/task:0     -> /job:ps/task:0              "
+                                         "1.0 MiB  7 edges\n"));
 }
 
 // Training that ends inside the traced window writes the steps it traced;
