@@ -253,10 +253,10 @@ void CloseLink(ChildProcess& c) {
   c.launcher_fd = -1;
 }
 
-ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs) {
+ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs, const std::string& host) {
   ClusterSpec spec;
   for (const auto& [job, n] : jobs) {
-    for (int i = 0; i < n; ++i) spec.AddTask(job, "127.0.0.1:0");
+    for (int i = 0; i < n; ++i) spec.AddTask(job, absl::StrCat(host, ":0"));
   }
   return spec;
 }
@@ -264,9 +264,10 @@ ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs) {
 absl::StatusOr<LocalLaunch> LaunchLocalCluster(const std::string& binary,
                                                const std::map<std::string, int>& jobs,
                                                const TaskCommandFn& command, GrpcServer* own_server,
-                                               const std::string& own_job, int own_index) {
+                                               const std::string& own_job, int own_index,
+                                               const std::string& host) {
   constexpr int kStopTimeoutMs = 5000;
-  const ClusterSpec placeholder = PlaceholderCluster(jobs);
+  const ClusterSpec placeholder = PlaceholderCluster(jobs, host);
   LocalLaunch launch;
   absl::Status status = [&]() -> absl::Status {
     for (const auto& [job, n] : jobs) {
@@ -286,7 +287,7 @@ absl::StatusOr<LocalLaunch> LaunchLocalCluster(const std::string& binary,
       for (int i = 0; i < n; ++i) {
         const bool own = own_server != nullptr && job == own_job && i == own_index;
         const int port = own ? own_server->bound_port() : launch.children[k++].port;
-        launch.spec.AddTask(job, absl::StrCat("127.0.0.1:", port));
+        launch.spec.AddTask(job, absl::StrCat(host, ":", port));
       }
     }
     if (own_server != nullptr) own_server->UpdateCluster(launch.spec);

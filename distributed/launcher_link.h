@@ -82,9 +82,10 @@ void CloseLink(ChildProcess& c);
 
 // --- A whole local cluster, the one launcher ---
 
-// `jobs` (name -> task count) with port 0 everywhere: what tasks get
-// before their ports are known.
-ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs);
+// `jobs` (name -> task count) at `host` with port 0 everywhere: what tasks
+// get before their ports are known.
+ClusterSpec PlaceholderCluster(const std::map<std::string, int>& jobs,
+                               const std::string& host = "127.0.0.1");
 
 // How one task process starts: its arguments (after the binary), extra
 // environment ("NAME=value") and log file ("" = inherit stdout/stderr).
@@ -101,7 +102,8 @@ struct LocalLaunch {
   std::vector<ChildProcess> children;  // job order, then index order
 };
 
-// Starts one `binary` process per task of `jobs` on loopback, linked to
+// Starts one `binary` process per task of `jobs` at `host` (loopback unless
+// told otherwise; the tasks' commands say where they bind), linked to
 // this launcher, except the task `own_job`:`own_index` (own_job "": none),
 // which is `own_server`: a server of this process, started with port 0 and
 // await_cluster. Collects every port, then hands every task (and
@@ -111,7 +113,8 @@ absl::StatusOr<LocalLaunch> LaunchLocalCluster(const std::string& binary,
                                                const std::map<std::string, int>& jobs,
                                                const TaskCommandFn& command,
                                                GrpcServer* own_server = nullptr,
-                                               const std::string& own_job = "", int own_index = 0);
+                                               const std::string& own_job = "", int own_index = 0,
+                                               const std::string& host = "127.0.0.1");
 
 }  // namespace distributed
 }  // namespace graphrun

@@ -12,19 +12,22 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   ClusterSpec placeholder;
   for (const auto& [job, n] : options.jobs) {
     if (n < 1) return absl::InvalidArgumentError(absl::StrCat("job '", job, "' needs >= 1 task"));
-    for (int i = 0; i < n; ++i) placeholder.AddTask(job, "127.0.0.1:0");
+    for (int i = 0; i < n; ++i) placeholder.AddTask(job, absl::StrCat(options.host, ":0"));
   }
   if (placeholder.empty()) return absl::InvalidArgumentError("local cluster has no jobs");
+  int k = 0;
   for (const auto& [job, n] : options.jobs) {
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n; ++i, ++k) {
       ServerOptions so = options.server;
       so.cluster = placeholder;
       so.job = job;
       so.task = i;
       so.port = 0;
+      if (options.metrics_port_base == 0) so.metrics_port = 0;
+      if (options.metrics_port_base > 0) so.metrics_port = options.metrics_port_base + k;
       GR_ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> s, GrpcServer::Create(so));
       GR_RETURN_IF_ERROR(s->Start());
-      c->spec_.AddTask(job, absl::StrCat("127.0.0.1:", s->bound_port()));
+      c->spec_.AddTask(job, absl::StrCat(options.host, ":", s->bound_port()));
       c->servers_[{job, i}] = std::move(s);
     }
   }

@@ -1,5 +1,5 @@
 // LocalCluster: a whole cluster of in-process GrpcServers on loopback
-// ports, for tests and `graphrun cluster --in_process`. Servers start on
+// (or a given host's) ports, for tests and `graphrun cluster --in_process`. Servers start on
 // free ports (port 0, so no race with other processes), then learn each
 // other's addresses.
 //
@@ -24,7 +24,13 @@ struct LocalClusterOptions {
   // Job name -> number of tasks, e.g. {{"ps", 2}, {"worker", 2}}.
   std::map<std::string, int> jobs;
   // Per server (ServerOptions fields; cluster/job/task/port are set here).
+  // The servers bind server.bind_host, else `host`.
   ServerOptions server;
+  // The host the cluster names for every task.
+  std::string host = "127.0.0.1";
+  // >= 0: the k-th server (job order, then index) serves metrics at port
+  // metrics_port_base + k (0: each at any free port). -1: server's own.
+  int metrics_port_base = -1;
 };
 
 class LocalCluster {
@@ -34,7 +40,7 @@ class LocalCluster {
   ~LocalCluster();
 
   const ClusterSpec& cluster_spec() const { return spec_; }
-  // "grpc://127.0.0.1:PORT" of a task; empty when there is no such task.
+  // "grpc://HOST:PORT" of a task; empty when there is no such task.
   std::string target(const std::string& job, int task) const;
   // Null when there is no such task (or it was stopped).
   GrpcServer* server(const std::string& job, int task);

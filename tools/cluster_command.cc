@@ -49,6 +49,12 @@ const FlagSet& ClusterFlagSet() {
         .String("tls_ca", "FILE", "mutual TLS between the tasks and with clients: the cluster CA")
         .String("tls_cert", "FILE", "the tasks' certificate (it must name 127.0.0.1)")
         .String("tls_key", "FILE", "its key")
+        .String("bind", "HOST",
+                "address the tasks listen on (default 127.0.0.1); the printed cluster names "
+                "HOST, or 127.0.0.1 for the wildcard 0.0.0.0 or ::")
+        .String("metrics_port", "P",
+                "Prometheus metrics of the k-th task (in the printed order) at "
+                "http://HOST:P+k/metrics; 0: each at any free port, which it logs")
         .String("allowed_dirs", "DIR,...",
                 "the only directories graphs may read or write files in (default: none)");
     return f;
@@ -61,7 +67,8 @@ const FlagSet& ClusterFlagSet() {
 std::string ClusterUsage() {
   return absl::StrCat(
       "usage: graphrun cluster --ps=N --workers=M [flags]\n\n"
-      "Starts a local cluster on loopback ports, prints its ClusterSpec as one JSON\n"
+      "Starts a local cluster on loopback ports (--bind: another address of this\n"
+      "machine, or all of them), prints its ClusterSpec as one JSON\n"
       "line when every task is up, and runs until SIGINT/SIGTERM. The tasks share a\n"
       "random token (written to --token_file, or to a private file named on stderr)\n"
       "that clients give with --auth_token_file.\n\nflags:\n",
@@ -96,6 +103,25 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   }
   if (*ps + *workers + *chief == 0) {
     return usage_error(absl::InvalidArgumentError("cluster: no tasks (--ps, --workers, --chief)"));
+  }
+  // Where the tasks listen, and the host the cluster names for them.
+  const std::string bind = flags->GetString("bind");
+  const bool wildcard = bind == "0.0.0.0" || bind == "::";
+  if (!wildcard && bind.find(':') != std::string::npos) {
+    return usage_error(absl::InvalidArgumentError(absl::StrCat(
+        "cluster: --bind='", bind, "': give an IPv4 address or a host name, or 0.0.0.0 or ::")));
+  }
+  if (flags->Has("bind") && bind.empty()) {
+    return usage_error(absl::InvalidArgumentError("cluster: --bind needs a host"));
+  }
+  const std::string host = bind.empty() || wildcard ? "127.0.0.1" : bind;
+  const int num_tasks = static_cast<int>(*ps + *workers + *chief);
+  auto metrics_port = flags->GetInt("metrics_port", -1, 0, 65535);
+  if (!metrics_port.ok()) return usage_error(metrics_port.status());
+  if (*metrics_port > 0 && *metrics_port + num_tasks - 1 > 65535) {
+    return usage_error(absl::InvalidArgumentError(
+        absl::StrCat("cluster: --metrics_port=", *metrics_port, " leaves no port for the last of ",
+                     num_tasks, " tasks (P+k must stay <= 65535)")));
   }
   // Loopback only, but every user of the machine reaches loopback: the
   // tasks share a token, random per run unless given, handed to them in the
@@ -175,6 +201,9 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
     o.server.tls = *tls;
     o.server.allowed_dirs = std::vector<std::string>(
         absl::StrSplit(flags->GetString("allowed_dirs"), ',', absl::SkipEmpty()));
+    o.server.bind_host = bind;
+    o.host = host;
+    o.metrics_port_base = static_cast<int>(*metrics_port);
     auto cluster = distributed::LocalCluster::Start(o);
     if (!cluster.ok()) {
       err << StatusToLine(cluster.status()) << "\n";
@@ -182,6 +211,15 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
       return kExitFailure;
     }
     out << (*cluster)->cluster_spec().ToJson() << std::endl;
+    for (const auto& [job, n] : jobs) {
+      for (int i = 0; i < n; ++i) {
+        const distributed::GrpcServer* s = (*cluster)->server(job, i);
+        if (s != nullptr && s->metrics_port() > 0) {
+          err << "graphrun cluster: metrics of " << s->task_name() << " at http://" << host << ":"
+              << s->metrics_port() << "/metrics" << std::endl;
+        }
+      }
+    }
     int sig = 0;
     do {
       sigwait(&waitset, &sig);
@@ -192,7 +230,9 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   }
 
   // Each task binds a free port and reports it; then every task gets the
-  // cluster (distributed/launcher_link.h).
+  // cluster (distributed/launcher_link.h). Tasks are started in the printed
+  // order (job, then index): the k-th gets metrics port P+k.
+  int task_number = 0;
   auto launch = LaunchLocalCluster(
       "/proc/self/exe", jobs,
       [&](const std::string& job, int i, const distributed::ClusterSpec& placeholder) {
@@ -204,13 +244,20 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
                         {"GRAPHRUN_AUTH_TOKEN=" + token,
                          "GRAPHRUN_TLS_CA=", "GRAPHRUN_TLS_CERT=", "GRAPHRUN_TLS_KEY="},
                         ""};
+        if (!bind.empty()) cmd.args.push_back("--bind=" + bind);
+        if (*metrics_port >= 0) {
+          cmd.args.push_back(absl::StrCat("--metrics_port=",
+                                          *metrics_port == 0 ? 0 : *metrics_port + task_number));
+        }
+        ++task_number;
         if (tls->enabled()) {
           cmd.args.push_back("--tls_ca=" + tls->ca_file);
           cmd.args.push_back("--tls_cert=" + tls->cert_file);
           cmd.args.push_back("--tls_key=" + tls->key_file);
         }
         return cmd;
-      });
+      },
+      nullptr, "", 0, host);
   if (!launch.ok()) {
     err << absl::StatusCodeToString(launch.status().code())
         << ": cluster: " << launch.status().message() << "\n";
@@ -221,6 +268,15 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   std::vector<ChildProcess> children = std::move(launch->children);
   const std::string spec_json = spec.ToJson();
   out << spec_json << std::endl;
+  if (*metrics_port > 0) {
+    int k = 0;
+    for (const auto& [job, n] : jobs) {
+      for (int i = 0; i < n; ++i, ++k) {
+        err << "graphrun cluster: metrics of /job:" << job << "/replica:0/task:" << i
+            << " at http://" << host << ":" << *metrics_port + k << "/metrics" << std::endl;
+      }
+    }
+  }
   int exit_code = kExitOk;
   while (true) {
     int sig = 0;

@@ -1,9 +1,12 @@
 // Multi-process test of `graphrun cluster` and `graphrun run --target=grpc://`:
 // one `graphrun server` process per task on loopback ports. Every wait is
 // bounded; the cluster is stopped (and its task processes with it).
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -32,12 +36,18 @@ struct Proc {
   int out_fd = -1;
 };
 
-Proc Spawn(const std::vector<std::string>& args) {
+// stdout comes back through Proc::out_fd; stderr goes to `err_file` when
+// given.
+Proc Spawn(const std::vector<std::string>& args, const std::string& err_file = "") {
   int fds[2];
   if (pipe(fds) != 0) return {};
   pid_t pid = fork();
   if (pid == 0) {
     dup2(fds[1], 1);
+    if (!err_file.empty()) {
+      const int e = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (e >= 0) dup2(e, 2);
+    }
     close(fds[0]);
     close(fds[1]);
     std::vector<char*> argv;
@@ -228,6 +238,141 @@ TEST(ClusterCliTest, TlsClusterServesOnlyCertificateHolders) {
   kill(cluster.pid, SIGTERM);
   EXPECT_EQ(WaitExit(cluster.pid, 10000), 0);
   close(cluster.out_fd);
+}
+
+// The local address a TCP port listens on, as /proc/net/tcp{,6} writes it
+// ("0100007F" is 127.0.0.1, all zeros the wildcard); "" when none.
+std::string ListeningAddress(int port) {
+  char hex[8];
+  snprintf(hex, sizeof(hex), "%04X", port);
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    FILE* f = fopen(table, "r");
+    if (f == nullptr) continue;
+    char line[512];
+    std::string found;
+    while (found.empty() && fgets(line, sizeof(line), f) != nullptr) {
+      char local[64], remote[64], state[8];
+      int slot;
+      if (sscanf(line, "%d: %63s %63s %7s", &slot, local, remote, state) != 4) continue;
+      const std::string l = local;
+      if (std::string(state) == "0A" && l.size() > 5 && l.substr(l.size() - 4) == hex) {
+        found = l.substr(0, l.size() - 5);
+      }
+    }
+    fclose(f);
+    if (!found.empty()) return found;
+  }
+  return "";
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    const std::string req =
+        absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+      char buf[8192];
+      for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) out.append(buf, n);
+    }
+  }
+  close(fd);
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::string out;
+  FILE* f = fopen(path.c_str(), "r");
+  if (f == nullptr) return out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), f)) > 0;) out.append(buf, n);
+  fclose(f);
+  return out;
+}
+
+// `--bind` and `--metrics_port` on `graphrun cluster`, one process per task
+// and in-process: by default every task listens on loopback; with
+// --bind=0.0.0.0 on the wildcard address (the printed cluster still names
+// 127.0.0.1, which reaches it), and --metrics_port=0 gives each task a
+// metrics port that the log names and that serves graphrun_* series.
+// Only loopback is ever contacted.
+TEST(ClusterCliTest, BindsTheGivenHostAndServesMetrics) {
+  const std::string graphrun = Runfile("tools/graphrun");
+  struct Mode {
+    std::vector<std::string> flags;
+    std::string address;  // as /proc/net/tcp writes the listening host
+    int metrics;          // metrics lines expected
+  };
+  const std::vector<Mode> modes = {
+      {{}, "0100007F", 0},
+      {{"--bind=0.0.0.0", "--metrics_port=0"}, "wildcard", 2},
+      {{"--bind=0.0.0.0", "--metrics_port=0", "--in_process"}, "wildcard", 2},
+  };
+  for (const Mode& mode : modes) {
+    SCOPED_TRACE(absl::StrJoin(mode.flags, " "));
+    const std::string log = absl::StrCat(::testing::TempDir(), "/cluster_bind_", getpid(), ".log");
+    std::vector<std::string> args = {graphrun, "cluster", "--ps=1", "--workers=1"};
+    args.insert(args.end(), mode.flags.begin(), mode.flags.end());
+    Proc cluster = Spawn(args, log);
+    ASSERT_GT(cluster.pid, 0);
+    const std::string spec = ReadLine(cluster.out_fd, 20000);
+    std::smatch m;
+    const bool parsed = std::regex_search(
+        spec, m,
+        std::regex(
+            R"re(\{"ps": \["127\.0\.0\.1:([0-9]+)"\], "worker": \["127\.0\.0\.1:([0-9]+)"\]\})re"));
+    EXPECT_TRUE(parsed) << spec << ReadFile(log);
+    for (int i = 1; parsed && i <= 2; ++i) {
+      const std::string address = ListeningAddress(std::stoi(m[i]));
+      if (mode.address == "wildcard") {
+        EXPECT_THAT(address, ::testing::MatchesRegex("0+")) << "port " << m[i];
+      } else {
+        // gRPC listens on IPv6 sockets: 127.0.0.1 shows as ::ffff:127.0.0.1.
+        EXPECT_THAT(address,
+                    ::testing::AnyOf(mode.address, "0000000000000000FFFF0000" + mode.address))
+            << "port " << m[i];
+      }
+    }
+    // The metrics ports as logged: the tasks' own lines (one process per
+    // task) or the cluster's (in process).
+    std::vector<int> metrics;
+    const std::regex line(R"re(metrics (of \S+ )?at http://[0-9.]+:([0-9]+)/metrics)re");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (static_cast<int>(metrics.size()) < mode.metrics &&
+           std::chrono::steady_clock::now() < deadline) {
+      metrics.clear();
+      const std::string text = ReadFile(log);
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
+           it != std::sregex_iterator(); ++it) {
+        metrics.push_back(std::stoi((*it)[2]));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(static_cast<int>(metrics.size()), mode.metrics) << ReadFile(log);
+    for (int port : metrics) {
+      const std::string body = HttpGet(port, "/metrics");
+      EXPECT_THAT(body, HasSubstr("200 OK")) << port;
+      EXPECT_THAT(body, HasSubstr("# TYPE graphrun_")) << port;
+    }
+    kill(cluster.pid, SIGTERM);
+    EXPECT_EQ(WaitExit(cluster.pid, 10000), 0);
+    close(cluster.out_fd);
+    unlink(log.c_str());
+  }
+  // Bad values are usage errors, before any task starts.
+  int code = 0;
+  RunAndCapture({graphrun, "cluster", "--workers=1", "--bind=fe80::1"}, &code);
+  EXPECT_EQ(code, 2);
+  RunAndCapture({graphrun, "cluster", "--workers=2", "--metrics_port=65535"}, &code);
+  EXPECT_EQ(code, 2);
+  RunAndCapture({graphrun, "cluster", "--workers=1", "--metrics_port=-3"}, &code);
+  EXPECT_EQ(code, 2);
 }
 
 TEST(ClusterCliTest, BadClusterSpecIsAUsageError) {
