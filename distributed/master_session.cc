@@ -209,6 +209,7 @@ absl::Status MasterSession::EnsureWorkerSession(const std::string& task, WorkerI
   }
   CreateWorkerSessionRequest req;
   req.set_session_handle(handle_);
+  req.set_master_task(env_->task);
   // Where this master's tasks are, for a task whose cluster does not say
   // (a sparseCluster PS knows only itself, yet pulls from this task).
   for (const auto& [t, address] : env_->worker_cache->Addresses()) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "distributed/collective_remote.h"
+#include "distributed/health.h"
 #include "graph/status.h"
 
 namespace graphrun {
@@ -45,6 +46,8 @@ struct Worker::Step {
   CancellationManager cm;
   std::shared_ptr<RemoteRendezvous> rendezvous;
   IndexedCallFrame frame;
+  // The master's liveness while the step runs (env health, another task).
+  HealthMonitor::Watch master_watch;
 };
 
 Worker::Worker(const WorkerEnv* env)
@@ -102,6 +105,11 @@ void Worker::CreateWorkerSessionAsync(const CreateWorkerSessionRequest& request,
       return;
     }
   }
+  // Only a master this task can reach is watched (a name no cluster
+  // knows would only cost heartbeats that cannot be sent).
+  const bool watch_master = !request.master_task().empty() && request.master_task() != env_->task &&
+                            env_->worker_cache != nullptr &&
+                            env_->worker_cache->GetWorker(request.master_task()).ok();
   std::lock_guard<std::mutex> l(mu_);
   if (static_cast<int64_t>(sessions_.size()) >= env_->limits.max_sessions) {
     done(absl::ResourceExhaustedError(
@@ -116,6 +124,7 @@ void Worker::CreateWorkerSessionAsync(const CreateWorkerSessionRequest& request,
     return;
   }
   it->second = std::make_shared<GraphMgr>(env_);
+  if (watch_master) session_masters_[request.session_handle()] = request.master_task();
   done(absl::OkStatus());
 }
 
@@ -129,17 +138,23 @@ void Worker::DeleteWorkerSessionAsync(const DeleteWorkerSessionRequest& request,
       mgr = std::move(it->second);
       sessions_.erase(it);
     }
+    session_masters_.erase(request.session_handle());
   }
   if (mgr) mgr->DeregisterAll();
   done(absl::OkStatus());
 }
 
-absl::StatusOr<std::shared_ptr<GraphMgr>> Worker::FindSession(const std::string& handle) {
+absl::StatusOr<std::shared_ptr<GraphMgr>> Worker::FindSession(const std::string& handle,
+                                                              std::string* master_task) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = sessions_.find(handle);
   if (it == sessions_.end()) {
     return absl::AbortedError(absl::StrCat("task ", env_->task, " has no worker session '", handle,
                                            "' (the task may have restarted)"));
+  }
+  if (master_task != nullptr) {
+    auto m = session_masters_.find(handle);
+    *master_task = m == session_masters_.end() ? "" : m->second;
   }
   return it->second;
 }
@@ -178,7 +193,8 @@ void Worker::DeregisterGraphAsync(const DeregisterGraphRequest& request, Deregis
 
 void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
                            RunGraphResponse* response, StatusCallback done) {
-  auto mgr = FindSession(request.session_handle());
+  std::string master_task;
+  auto mgr = FindSession(request.session_handle(), &master_task);
   if (!mgr.ok()) {
     done(mgr.status());
     return;
@@ -220,6 +236,20 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
       step->cm.StartCancel();
     });
   }
+  if (env_->health != nullptr && !master_task.empty()) {
+    // A master that dies or is cut off mid-step cannot end its partitions
+    // here: they would wait for it (a _Recv of its gradients) for good.
+    step->master_watch = env_->health->WatchTasks(
+        {master_task},
+        // (Not the shared step: the watch is cancelled before it goes.)
+        [st = step.get(), task = env_->task, master_task](const absl::Status& why) {
+          const absl::Status ended = absl::UnavailableError(
+              absl::StrCat("task ", task, " ended step ", st->step_id, ": its master, task ",
+                           master_task, ", is gone (", why.message(), ")"));
+          st->rendezvous->StartAbort(ended);
+          st->cm.StartCancel();
+        });
+  }
   GraphMgr::StepParams params;
   params.step_id = step->step_id;
   params.rendezvous = step->rendezvous.get();
@@ -230,6 +260,7 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
       request.graph_handle(), params,
       [this, step, pos, opts, response, done = std::move(done)](const absl::Status& s) {
         if (opts != nullptr) opts->ClearCancelCallback();
+        step->master_watch.Cancel();
         {
           std::lock_guard<std::mutex> l(mu_);
           steps_.erase(pos);

@@ -64,12 +64,17 @@ class Worker : public WorkerInterface {
 
  private:
   struct Step;
-  absl::StatusOr<std::shared_ptr<GraphMgr>> FindSession(const std::string& handle);
+  // The session's GraphMgr; `master_task` (optional) gets its master's
+  // task ("" when it is this task or unknown).
+  absl::StatusOr<std::shared_ptr<GraphMgr>> FindSession(const std::string& handle,
+                                                        std::string* master_task = nullptr);
 
   const WorkerEnv* env_;
   RendezvousMgr rendezvous_mgr_;
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<GraphMgr>> sessions_;
+  // The master task of each session that named one (another task's).
+  absl::flat_hash_map<std::string, std::string> session_masters_;
   // Running steps by step id (a step id may run graphs of several sessions).
   std::multimap<int64_t, std::shared_ptr<Step>> steps_;
 };

@@ -19,6 +19,7 @@ namespace distributed {
 
 class WorkerCacheInterface;
 class RemoteCollectives;
+class HealthMonitor;
 
 // What one task serves at most; over a limit is ResourceExhausted naming
 // the task, the count and the flag. (ServerOptions; `graphrun server`
@@ -56,6 +57,8 @@ struct WorkerEnv {
   ThreadPool* inter_op_pool = nullptr;           // runs executor closures
   WorkerCacheInterface* worker_cache = nullptr;  // peers (and this task)
   RemoteCollectives* collectives = nullptr;      // null: no collectives
+  // Watches the masters of running steps (null: nobody does).
+  HealthMonitor* health = nullptr;
   ServingLimits limits;
 };
 

@@ -157,6 +157,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   s->health_ = std::make_unique<HealthMonitor>(ho, s->worker_cache_.get(), &std::cerr);
   s->collectives_->set_health(s->health_.get());
   s->collectives_->set_push(options.collective_push && options.heartbeat_interval_ms > 0);
+  s->worker_env_.health = s->health_.get();
   s->worker_ = std::make_unique<Worker>(&s->worker_env_);
   s->worker_cache_->SetLocalWorker(s->task_name_, s->worker_.get());
 

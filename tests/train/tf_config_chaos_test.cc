@@ -326,6 +326,102 @@ void RunTrainerChaos(bool chief_dies, bool sync = false) {
             << seen_checkpoint << " and restarted: " << again_log.substr(again_log.rfind('{'));
 }
 
+// Chaos, a trainer stopped: SIGSTOP of the chief (or of the worker) after
+// the checkpoint of step >= 200, SIGCONT 5 s later (past the heartbeat's
+// 3 misses of 1 s). The other trainer's steps need only the PS tasks: it
+// goes on without an error. The PS tasks watch the master of each step
+// they serve: they end the stopped trainer's step and report it
+// (`Unavailable` naming it, within 5 s of the stop); the continued trainer
+// finds its step ended, builds new sessions and goes on; the run ends at
+// its step count, nothing restored.
+void RunStoppedTrainer(bool chief_stops) {
+  ChaosCluster cluster;
+  cluster.Start();
+  if (testing::Test::HasFatalFailure()) return;
+  Children& children = cluster.children;
+  const size_t victim = chief_stops ? cluster.chief : cluster.worker;
+  const size_t other = chief_stops ? cluster.worker : cluster.chief;
+  const std::string victim_task =
+      chief_stops ? "/job:chief/replica:0/task:0" : "/job:worker/replica:0/task:0";
+  const int64_t seen_checkpoint = cluster.WaitForCheckpoint();
+  ASSERT_GE(seen_checkpoint, 200) << ReadFile(children.all[cluster.chief].log_file);
+  const size_t before_other = ReadFile(children.all[other].log_file).size();
+  kill(children.all[victim].pid, SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  // Some PS task reports the stopped trainer (the one whose step it was
+  // serving first; both may).
+  double reported_ms = -1;
+  // 5 s (8 under a sanitizer, where everything is slower).
+  const auto stop_for = std::chrono::seconds(kSanitized ? 8 : 5);
+  while (reported_ms < 0 && std::chrono::steady_clock::now() < stopped + stop_for) {
+    for (size_t ps : {cluster.ps0, cluster.ps1}) {
+      const std::string log = ReadFile(children.all[ps].log_file);
+      const size_t at = log.find("Unavailable: ");
+      if (at != std::string::npos &&
+          log.substr(at, log.find('\n', at) - at).find(victim_task) != std::string::npos) {
+        reported_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stopped)
+                .count();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_until(stopped + stop_for);
+  kill(children.all[victim].pid, SIGCONT);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  ASSERT_TRUE(WaitForExit(children.all[victim], deadline))
+      << ReadFile(children.all[victim].log_file);
+  ASSERT_TRUE(WaitForExit(children.all[other], deadline)) << ReadFile(children.all[other].log_file);
+  const std::string victim_log = ReadFile(children.all[victim].log_file);
+  const std::string other_log = ReadFile(children.all[other].log_file);
+  ASSERT_TRUE(ExitedOk(children.all[victim])) << victim_log;
+  ASSERT_TRUE(ExitedOk(children.all[other])) << other_log;
+  EXPECT_EQ(other_log.find("Unavailable", before_other), std::string::npos) << other_log;
+  auto victim_result = ResultJson(victim_log);
+  auto other_result = ResultJson(other_log);
+  ASSERT_TRUE(victim_result.ok()) << victim_log;
+  ASSERT_TRUE(other_result.ok()) << other_log;
+  for (const JsonValue* r : {&*victim_result, &*other_result}) {
+    EXPECT_GE(Num(*r, "global_step"), cluster.steps) << r->Serialize();
+    EXPECT_LE(Num(*r, "global_step"), cluster.steps + 1) << r->Serialize();
+    EXPECT_TRUE(r->Find("restored_devices")->items().empty()) << r->Serialize();
+  }
+  const JsonValue& chief_result = chief_stops ? *victim_result : *other_result;
+  EXPECT_GT(Num(chief_result, "test_accuracy"), 0.8) << chief_result.Serialize();
+  // Every checkpoint the run committed is whole (it restores).
+  auto latest = client::Saver::LatestCheckpoint(cluster.ckpt);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_GE(client::Saver::StepOfPrefix(*latest), cluster.steps - 100);
+  // A stop mid-step (most stops: the PS tasks serve the trainer's steps
+  // back to back) leaves partitions on the PS tasks waiting for the
+  // trainer: they end them and report it, and the trainer starts over with
+  // new sessions. A stop between two steps leaves nothing waiting: nothing
+  // to report, nothing restarted.
+  if (Num(*victim_result, "restarts") >= 1) {
+    EXPECT_GE(reported_ms, 0) << ReadFile(children.all[cluster.ps0].log_file)
+                              << ReadFile(children.all[cluster.ps1].log_file);
+    if (!kSanitized) {
+      EXPECT_LT(reported_ms, 5000);
+    }
+  } else {
+    std::cout << "the stop fell between two steps of the trainer\n";
+  }
+  std::cout << (chief_stops ? "chief" : "worker")
+            << " stopped for 5 s after the checkpoint of step " << seen_checkpoint
+            << "; a PS reported it after " << reported_ms
+            << " ms; stopped trainer: " << victim_log.substr(victim_log.rfind('{'));
+}
+
+TEST(TfConfigTest, AsyncTrainingOutlivesAStoppedChief) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunStoppedTrainer(/*chief_stops=*/true);
+}
+
+TEST(TfConfigTest, AsyncTrainingOutlivesAStoppedWorker) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunStoppedTrainer(/*chief_stops=*/false);
+}
+
 TEST(TfConfigTest, AsyncTrainingOutlivesAChiefRestart) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   RunTrainerChaos(/*chief_dies=*/true);
