@@ -483,6 +483,137 @@ TEST(NetnsTrainTest, AsyncTrainingOutlivesACutLink) { TrainThroughACutLink(false
 
 TEST(NetnsTrainTest, SyncTrainingOutlivesACutLink) { TrainThroughACutLink(true, 1500); }
 
+// Chaos, a trainer's link cut: asynchronous PS training with the PS, the
+// chief and worker 1 on hosts 1, 2 and 3. After the checkpoint of step >=
+// 200 the chief's (or worker 1's) link goes down for 4 s. The cut-off
+// trainer reports `Unavailable` naming the PS within 5 s and waits for it;
+// the PS ends the steps the trainer left there (reported when one was
+// running); the other trainer goes on without an error. When the link is
+// back the trainer builds new sessions and goes on, nothing is restored,
+// and the run ends at its step count with a trained model.
+void TrainerLinkCut(bool chief_cut) {
+  if (!std::filesystem::exists(kData)) GTEST_SKIP() << "no " << kData;
+  Hosts hosts(3);
+  const std::string why = hosts.Make();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const std::string cluster =
+      absl::StrCat(R"({"ps": [")", Hosts::address(1), R"(:2222"], "worker": [")", Hosts::address(2),
+                   R"(:2222", ")", Hosts::address(3), R"(:2222"]})");
+  const std::string name = chief_cut ? "cut_chief" : "cut_worker";
+  const std::string dir = TmpDir() + "/" + name + "_ckpt";
+  std::filesystem::remove_all(dir);
+  const int steps = 3000;
+  const std::vector<std::string> train = {"train",
+                                          "--insecure",
+                                          absl::StrCat("--steps=", steps),
+                                          "--save_checkpoint_steps=100",
+                                          "--checkpoint_dir=" + dir,
+                                          "--format=json",
+                                          "--intra_op_threads=1",
+                                          "--inter_op_threads=2"};
+  auto tf_config = [&](const std::string& job, int index) {
+    return absl::StrCat(R"(TF_CONFIG={"cluster": )", cluster, R"(, "task": {"type": ")", job,
+                        R"(", "index": )", index, "}}");
+  };
+  Task ps, chief, worker;
+  ASSERT_TRUE(Start(ps, hosts.host(1), {"train", "--insecure", "--checkpoint_dir=" + dir},
+                    {tf_config("ps", 0)}, TmpDir() + "/" + name + "_ps.log")
+                  .ok());
+  ASSERT_TRUE(Start(chief, hosts.host(2), train, {tf_config("worker", 0)},
+                    TmpDir() + "/" + name + "_chief.log")
+                  .ok());
+  ASSERT_TRUE(Start(worker, hosts.host(3), train, {tf_config("worker", 1)},
+                    TmpDir() + "/" + name + "_worker.log")
+                  .ok());
+  Task& victim = chief_cut ? chief : worker;
+  Task& other = chief_cut ? worker : chief;
+  const std::string victim_task =
+      chief_cut ? "/job:worker/replica:0/task:0" : "/job:worker/replica:0/task:1";
+  auto latest_step = [&] {
+    std::ifstream state(dir + "/checkpoint");
+    std::string line;
+    std::getline(state, line);  // model_checkpoint_path: "DIR/model.ckpt-N"
+    const size_t dash = line.rfind('-');
+    return dash == std::string::npos ? -1 : std::atoi(line.c_str() + dash + 1);
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  while (latest_step() < 200 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int seen_checkpoint = latest_step();
+  ASSERT_GE(seen_checkpoint, 200) << ReadAll(chief.p.log_file);
+  const size_t other_before = ReadAll(other.p.log_file).size();
+  const std::string port =
+      Hosts::in(hosts.switch_ns()) + absl::StrCat("ip link set p", chief_cut ? 2 : 3, " ");
+  ASSERT_EQ(Sh(port + "down"), 0);
+  const auto cut = std::chrono::steady_clock::now();
+  auto since_cut = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - cut)
+        .count();
+  };
+  // The line that names `task`, in `log`, after `from`; "" when none.
+  auto unavailable = [](const std::string& log, const std::string& task, size_t from) {
+    for (size_t at = log.find("Unavailable: ", from); at != std::string::npos;
+         at = log.find("Unavailable: ", at + 1)) {
+      const std::string line = log.substr(at, log.find('\n', at) - at);
+      if (line.find(task) != std::string::npos) return line;
+    }
+    return std::string();
+  };
+  double victim_ms = -1, ps_ms = -1;
+  while (std::chrono::steady_clock::now() < cut + std::chrono::seconds(4)) {
+    if (victim_ms < 0 &&
+        !unavailable(ReadAll(victim.p.log_file), "/job:ps/replica:0/task:0", 0).empty()) {
+      victim_ms = since_cut();
+    }
+    if (ps_ms < 0 && !unavailable(ReadAll(ps.p.log_file), victim_task, 0).empty()) {
+      ps_ms = since_cut();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(Sh(port + "up"), 0);
+  const auto back = std::chrono::steady_clock::now();
+  const auto late = back + std::chrono::seconds(30);
+  while (victim_ms < 0 && std::chrono::steady_clock::now() < late) {
+    if (!unavailable(ReadAll(victim.p.log_file), "/job:ps/replica:0/task:0", 0).empty()) {
+      victim_ms = since_cut();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const int chief_rc = Wait(chief, std::chrono::seconds(180));
+  const std::string chief_log = ReadAll(chief.p.log_file);
+  ASSERT_EQ(chief_rc, 0) << chief_log;
+  EXPECT_EQ(Wait(worker, std::chrono::seconds(120)), 0) << ReadAll(worker.p.log_file);
+  const std::string victim_log = ReadAll(victim.p.log_file);
+  const std::string other_log = ReadAll(other.p.log_file);
+  std::cout << (chief_cut ? "chief" : "worker 1") << "'s link cut for 4 s after the checkpoint of "
+            << "step " << seen_checkpoint << "; it reported the PS after " << victim_ms
+            << " ms, the PS reported it after " << ps_ms << " ms (-1: none); training ended "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - back).count()
+            << " s after the link came back\n";
+  EXPECT_GE(victim_ms, 0) << victim_log;
+  EXPECT_EQ(other_log.find("Unavailable", other_before), std::string::npos) << other_log;
+  std::string trimmed = chief_log.substr(0, chief_log.find_last_not_of('\n') + 1);
+  auto json = ParseJson(trimmed.substr(trimmed.rfind('\n') + 1));
+  ASSERT_TRUE(json.ok()) << chief_log;
+  EXPECT_GE(std::stod(json->Find("global_step")->number_text()), steps);
+  EXPECT_LE(std::stod(json->Find("global_step")->number_text()), steps + 1);
+  EXPECT_TRUE(json->Find("restored_devices")->items().empty()) << json->Serialize();
+  EXPECT_GT(std::stod(json->Find("test_accuracy")->number_text()), 0.8) << json->Serialize();
+  std::string vtrim = victim_log.substr(0, victim_log.find_last_not_of('\n') + 1);
+  auto vjson = ParseJson(vtrim.substr(vtrim.rfind('\n') + 1));
+  ASSERT_TRUE(vjson.ok()) << victim_log;
+  EXPECT_GE(std::stod(vjson->Find("restarts")->number_text()), 1) << vjson->Serialize();
+  if (!kSanitized) {
+    // Within 5 s of the cut (heartbeat), with a margin for a loaded machine.
+    EXPECT_LT(victim_ms, 8000);
+  }
+}
+
+TEST(NetnsTrainTest, AsyncTrainingOutlivesTheChiefsCutLink) { TrainerLinkCut(true); }
+
+TEST(NetnsTrainTest, AsyncTrainingOutlivesAWorkersCutLink) { TrainerLinkCut(false); }
+
 TEST(NetnsTrainTest, BeyondLoopbackWithoutCredentialsExitsAtOnce) {
   Hosts hosts;
   const std::string why = hosts.Make();
