@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -249,6 +250,137 @@ TEST(SecureClusterTest, FileOpsWorkOnlyUnderAllowedDirs) {
   s = RunCheckpointOp(cluster.target(), allowed + "/model.ckpt-1", true, &restored);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(restored, 4.5f);
+}
+
+// A string Const on the PS, as pbtxt.
+std::string PsString(const std::string& name, const std::vector<std::string>& values,
+                     bool scalar = true) {
+  std::string vals;
+  for (const std::string& v : values) absl::StrAppend(&vals, " string_val: \"", v, "\"");
+  return absl::StrCat(R"(node { name: ")", name, R"(" op: "Const" device: "/job:ps/task:0"
+  attr { key: "dtype" value { type: DT_STRING } }
+  attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { )",
+                      scalar ? "" : absl::StrCat("dim { size: ", values.size(), " }"), " }", vals,
+                      R"( } } } }
+)");
+}
+
+std::string PsInt64(const std::string& name, int64_t v) {
+  return absl::StrCat(R"(node { name: ")", name, R"(" op: "Const" device: "/job:ps/task:0"
+  attr { key: "dtype" value { type: DT_INT64 } }
+  attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { } int64_val: )",
+                      v, R"( } } } }
+)");
+}
+
+// Runs `graph` (pbtxt) on the cluster with `target` as the target node.
+absl::Status RunTarget(const std::string& cluster_target, const std::string& graph,
+                       const std::string& target) {
+  RegisterGrpcSession();
+  SessionOptions so;
+  so.target = cluster_target;
+  so.auth_token = "the-cluster-token";
+  auto s = NewSession(so);
+  if (!s.ok()) return s.status();
+  tensorflow::GraphDef def;
+  if (!google::protobuf::TextFormat::ParseFromString(graph, &def)) {
+    return absl::InternalError("the test's graph does not parse");
+  }
+  if (absl::Status c = (*s)->Create(def); !c.ok()) return c;
+  return (*s)->Run({}, {}, {target}).status();
+}
+
+// The other file-touching ops on a server: MergeV2Checkpoints (sources and
+// destination), the IDX and fixed-length-record dataset readers and a
+// file-backed CacheDataset. Outside --allowed_dirs each is PermissionDenied
+// naming the node and the path, and touches nothing; inside, the path is
+// let through (a missing file is then NotFound, a merge succeeds); the
+// server keeps serving throughout.
+TEST(SecureClusterTest, MergeAndDatasetReadersWorkOnlyUnderAllowedDirs) {
+  const std::string allowed = TmpDir() + "/allowed_readers";
+  const std::string elsewhere = TmpDir() + "/readers_elsewhere";
+  std::filesystem::remove_all(allowed);
+  std::filesystem::remove_all(elsewhere);
+  std::filesystem::create_directories(allowed);
+  std::filesystem::create_directories(elsewhere);
+  // A file outside that a confined graph must not read.
+  std::ofstream(elsewhere + "/secret.idx") << "not for graphs";
+  const std::string token_file = TmpDir() + "/secure_token_readers";
+  std::ofstream(token_file) << "the-cluster-token\n";
+  test::PsAndWorker cluster;
+  ASSERT_TRUE(cluster
+                  .Start("secure_readers",
+                         {"--auth_token_file=" + token_file, "--allowed_dirs=" + allowed}, {})
+                  .ok());
+  const std::string t = cluster.target();
+  ASSERT_TRUE(RunCheckpointOp(t, allowed + "/part-0", false).ok());
+
+  auto merge = [&](const std::string& source, const std::string& dest) {
+    return RunTarget(t,
+                     PsString("sources", {source}, false) + PsString("dest", {dest}) +
+                         R"(node { name: "merge" op: "MergeV2Checkpoints" input: "sources"
+  input: "dest" device: "/job:ps/task:0" })",
+                     "merge");
+  };
+  auto idx = [&](const std::string& file) {
+    return RunTarget(t, PsString("file", {file}) + R"(node { name: "idx" op: "IdxDataset"
+  input: "file" device: "/job:ps/task:0" })",
+                     "idx");
+  };
+  auto fixed = [&](const std::string& file) {
+    return RunTarget(t,
+                     PsString("files", {file}, false) + PsInt64("header", 0) +
+                         PsInt64("record", 4) + PsInt64("footer", 0) + PsInt64("buffer", 0) +
+                         R"(node { name: "records" op: "FixedLengthRecordDataset" input: "files"
+  input: "header" input: "record" input: "footer" input: "buffer" device: "/job:ps/task:0" })",
+                     "records");
+  };
+  auto cache = [&](const std::string& file) {
+    return RunTarget(t,
+                     PsString("items", {"a", "b"}, false) + PsString("file", {file}) +
+                         R"(node { name: "slices" op: "TensorSliceDataset" input: "items"
+  device: "/job:ps/task:0"
+  attr { key: "Toutput_types" value { list { type: DT_STRING } } }
+  attr { key: "output_shapes" value { list { shape { } } } } }
+node { name: "cache" op: "CacheDataset" input: "slices" input: "file" device: "/job:ps/task:0"
+  attr { key: "output_types" value { list { type: DT_STRING } } }
+  attr { key: "output_shapes" value { list { shape { } } } } })",
+                     "cache");
+  };
+  struct Refused {
+    absl::Status status;
+    std::string node, path;
+  };
+  const std::vector<Refused> refused = {
+      {merge(allowed + "/part-0", elsewhere + "/merged"), "node 'merge' (op MergeV2Checkpoints)",
+       elsewhere + "/merged"},
+      {merge(elsewhere + "/part-0", allowed + "/merged"), "node 'merge' (op MergeV2Checkpoints)",
+       elsewhere + "/part-0"},
+      {idx(elsewhere + "/secret.idx"), "node 'idx' (op IdxDataset)", elsewhere + "/secret.idx"},
+      {idx("/etc/passwd"), "node 'idx' (op IdxDataset)", "/etc/passwd"},
+      {fixed(elsewhere + "/secret.idx"), "node 'records' (op FixedLengthRecordDataset)",
+       elsewhere + "/secret.idx"},
+      {cache(elsewhere + "/cache"), "node 'cache' (op CacheDataset)", elsewhere + "/cache"},
+  };
+  for (const Refused& r : refused) {
+    std::cout << r.status << "\n";
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kPermissionDenied) << r.status;
+    EXPECT_THAT(std::string(r.status.message()), HasSubstr(r.node)) << r.status;
+    EXPECT_THAT(std::string(r.status.message()), HasSubstr("'" + r.path + "'")) << r.status;
+  }
+  // Nothing was written outside (the secret alone is there).
+  int outside = 0;
+  for (const auto& e : std::filesystem::directory_iterator(elsewhere)) outside += !e.path().empty();
+  EXPECT_EQ(outside, 1);
+  // Inside, the same ops get past the check: a missing file is NotFound,
+  // a merge of the saved shard succeeds.
+  absl::Status missing = idx(allowed + "/missing.idx");
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound) << missing;
+  absl::Status merged = merge(allowed + "/part-0", allowed + "/merged");
+  EXPECT_TRUE(merged.ok()) << merged;
+  EXPECT_TRUE(std::filesystem::exists(allowed + "/merged.index"));
+  absl::Status cached = cache(allowed + "/cache");
+  EXPECT_TRUE(cached.ok()) << cached;
 }
 
 }  // namespace
