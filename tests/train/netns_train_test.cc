@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -63,12 +64,13 @@ int Sh(const std::string& cmd) {
 // end.
 class Hosts {
  public:
-  explicit Hosts(int n = 2) : n_(n), prefix_(absl::StrCat("gr", getpid() % 100000)) {}
+  explicit Hosts(int n = 2) : n_(n), prefix_(absl::StrCat("gr", getpid())) {}
   ~Hosts() {
     for (const std::string& ns : made_) Sh("ip netns del " + ns);
   }
   // "" on success, else why not.
   std::string Make() {
+    RemoveStale();
     const std::string sw = switch_ns();
     if (Sh("ip netns add " + sw) != 0) {
       return "cannot create network namespaces here (`ip netns add` failed: needs CAP_NET_ADMIN)";
@@ -90,6 +92,22 @@ class Hosts {
       }
     }
     return "";
+  }
+  // Namespaces of test processes that were killed before their teardown
+  // ("gr<pid>sw", "gr<pid>h<n>" whose process is gone, or this process'
+  // own names before it made them): left, they would make this test's
+  // `ip netns add` fail and the test skip.
+  void RemoveStale() {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/var/run/netns", ec)) {
+      const std::string name = e.path().filename().string();
+      std::smatch m;
+      if (!std::regex_match(name, m, std::regex("gr([0-9]+)(sw|h[0-9]+)"))) continue;
+      const std::string pid = m[1];
+      if (absl::StrCat("gr", pid) == prefix_ || !std::filesystem::exists("/proc/" + pid)) {
+        Sh("ip netns del " + name);
+      }
+    }
   }
   std::string host(int h) const { return absl::StrCat(prefix_, "h", h); }
   // The switch; host h's link is its port "p<h>".
