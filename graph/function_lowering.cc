@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,14 +30,7 @@ bool IsIf(const std::string& op) { return op == "If" || op == "StatelessIf"; }
 bool IsCase(const std::string& op) { return op == "Case" || op == "StatelessCase"; }
 bool IsWhile(const std::string& op) { return op == "While" || op == "StatelessWhile"; }
 
-// A call of `fn` that stays a call frame: the function is marked
-// `_noinline` and the call does not force inlining.
-bool StaysCallFrame(const FunctionDef& fn, const NodeDef& call) {
-  auto no = fn.attr().find(kNoInlineAttr);
-  if (no == fn.attr().end() || !no->second.b()) return false;
-  auto force = call.attr().find(kInlineAttr);
-  return force == call.attr().end() || !force->second.b();
-}
+using FunctionMap = absl::flat_hash_map<std::string, const FunctionDef*>;
 
 // The functions a FunctionDef's nodes name: as their op, or in a func
 // attr (also in lists).
@@ -50,6 +44,44 @@ std::vector<std::string> Callees(const FunctionDef& fn) {
     }
   }
   return out;
+}
+
+// True when a device string names a job, replica or task.
+bool NamesATask(const std::string& device) {
+  for (const char* part : {"/job:", "/replica:", "/task:"}) {
+    if (device.find(part) != std::string::npos) return true;
+  }
+  return absl::StartsWith(device, "job:");
+}
+
+// True when a node of `fn`'s body, or of a function it calls (in `fns`),
+// asks for a device of a named task.
+bool BodyNamesATask(const FunctionDef& fn, const FunctionMap& fns,
+                    absl::flat_hash_set<const FunctionDef*>* seen) {
+  if (!seen->insert(&fn).second) return false;
+  for (const NodeDef& n : fn.node_def()) {
+    if (NamesATask(n.device())) return true;
+  }
+  for (const std::string& callee : Callees(fn)) {
+    auto it = fns.find(callee);
+    if (it != fns.end() && BodyNamesATask(*it->second, fns, seen)) return true;
+  }
+  return false;
+}
+
+// A call of `fn` that stays a call frame: the function is marked
+// `_noinline`, the call does not force inlining, and no node of its body
+// (or of the functions it calls) asks for a device of a named task: a
+// call frame runs on its caller's task, so such a body is inlined, placed
+// and partitioned as the rest of the graph is (inlining keeps what the
+// call computes; `_noinline` only asks that it run as a unit).
+bool StaysCallFrame(const FunctionDef& fn, const NodeDef& call, const FunctionMap& fns) {
+  auto no = fn.attr().find(kNoInlineAttr);
+  if (no == fn.attr().end() || !no->second.b()) return false;
+  auto force = call.attr().find(kInlineAttr);
+  if (force != call.attr().end() && force->second.b()) return false;
+  absl::flat_hash_set<const FunctionDef*> seen;
+  return !BodyNamesATask(fn, fns, &seen);
 }
 
 // What the body of one inlined function sees.
@@ -755,7 +787,7 @@ class Lowering {
       }
       auto fn = functions_.find(src.op());
       if (fn != functions_.end()) {
-        if (StaysCallFrame(*fn->second, n)) {
+        if (StaysCallFrame(*fn->second, n, functions_)) {
           // Attrs of a function used as an op are the function's.
           google::protobuf::Map<std::string, AttrValue> attrs;
           for (const auto& [k, v] : n.attr()) {
@@ -768,7 +800,7 @@ class Lowering {
       } else if (IsCall(src.op())) {
         GR_ASSIGN_OR_RETURN(const FunctionDef* f, FuncAttr(scope, n, "f"));
         const auto attrs = n.attr().at("f").func().attr();
-        if (StaysCallFrame(*f, n)) {
+        if (StaysCallFrame(*f, n, functions_)) {
           GR_RETURN_IF_ERROR(EmitCallFrame(n, *f, attrs, data, control, scope,
                                            src.op() == "StatefulPartitionedCall"));
         } else {
@@ -800,7 +832,7 @@ class Lowering {
 }  // namespace
 
 bool NeedsLowering(const GraphDef& def) {
-  absl::flat_hash_map<std::string, const FunctionDef*> fns;
+  FunctionMap fns;
   for (const FunctionDef& f : def.library().function()) fns[f.signature().name()] = &f;
   bool calls = false;  // some node calls into the library
   for (const NodeDef& n : def.node()) {
@@ -811,7 +843,7 @@ bool NeedsLowering(const GraphDef& def) {
     auto a = n.attr().find("f");
     if (a == n.attr().end() || !a->second.has_func()) return true;
     auto it = fns.find(a->second.func().name());
-    if (it == fns.end() || !StaysCallFrame(*it->second, n)) return true;
+    if (it == fns.end() || !StaysCallFrame(*it->second, n, fns)) return true;
     calls = true;
   }
   // A library nothing calls is dropped (and checked) by lowering; one whose

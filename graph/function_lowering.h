@@ -26,8 +26,12 @@
 //   Body nodes keep their own device and colocation (`loc:@` names are
 //   renamed with the body); a body node with no device takes the call's.
 //
-// A call of a function marked `_noinline` (kNoInlineAttr) is not inlined:
-// it stays one StatefulPartitionedCall (PartitionedCall when it was one)
+// A call of a function marked `_noinline` (kNoInlineAttr) is not inlined,
+// unless a node of its body (or of a function it calls) asks for a device
+// of a named job, replica or task: a call frame runs on its caller's task,
+// so such a body is inlined like any other and its nodes are placed and
+// partitioned where they ask. Otherwise the call
+// stays one StatefulPartitionedCall (PartitionedCall when it was one)
 // named as the call, with `f`, `Tin` and `Tout` set, and the graph keeps
 // its library; the call runs as a call frame, its body in an executor of
 // its own (runtime/function_call.h).

@@ -94,6 +94,56 @@ class TrafficTest : public ::testing::Test {
   std::unique_ptr<distributed::LocalCluster> cluster_;
 };
 
+// A `_noinline` function whose MatMul asks for the PS, called on worker 0:
+// a call frame runs on its caller's task, so the body is inlined and its
+// MatMul runs on the PS, fed from worker 0 and sending its product back
+// (partitioned with _Send/_Recv as the rest of the graph).
+TEST_F(TrafficTest, ACallWhoseBodyAsksForAnotherTaskRunsThere) {
+  auto session = Connect();
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session
+                  ->Create(test::ParseGraph(R"(
+node { name: "x" op: "Const" device: "/job:worker/task:0"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } dim { size: 2 } }
+    float_val: 1 float_val: 2 float_val: 3 float_val: 4 } } } }
+node { name: "c" op: "mm" input: "x" device: "/job:worker/task:0" }
+library {
+  function {
+    signature { name: "mm" input_arg { name: "a" type: DT_FLOAT }
+                output_arg { name: "sum" type: DT_FLOAT } }
+    attr { key: "_noinline" value { b: true } }
+    node_def { name: "m" op: "MatMul" input: "a" input: "a" device: "/job:ps/task:0"
+               attr { key: "T" value { type: DT_FLOAT } } }
+    node_def { name: "s" op: "AddV2" input: "m:product:0" input: "a"
+               attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "sum" value: "s:z:0" }
+  }
+}
+)"))
+                  .ok());
+  tensorflow::RunOptions ro;
+  ro.set_trace_level(tensorflow::RunOptions::FULL_TRACE);
+  tensorflow::RunMetadata md;
+  auto r = session->Run(ro, {}, {"c:0"}, {}, &md);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(session->Close().ok());
+  // x @ x + x.
+  EXPECT_EQ((*r)[0].DebugString(), "Tensor<float, [2,2]: 8 12 18 26>");
+  std::map<std::string, std::string> device_of;  // node -> device that ran it
+  std::string labels;
+  for (const auto& dev : md.step_stats().dev_stats()) {
+    for (const auto& ns : dev.node_stats()) {
+      device_of[ns.node_name()] = dev.device();
+      absl::StrAppend(&labels, ns.timeline_label(), "\n");
+    }
+  }
+  EXPECT_EQ(device_of["c/m"], "/job:ps/replica:0/task:0/device:CPU:0") << labels;
+  EXPECT_EQ(device_of["c/s"], "/job:worker/replica:0/task:0/device:CPU:0") << labels;
+  // No call frame ran.
+  EXPECT_THAT(labels, ::testing::Not(HasSubstr("PartitionedCall"))) << labels;
+}
+
 TEST_F(TrafficTest, RunMetadataNamesEveryTransferAndPlacevizShowsExactBytes) {
   auto session = Connect();
   ASSERT_NE(session, nullptr);
