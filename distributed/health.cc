@@ -125,6 +125,24 @@ absl::Status HealthMonitor::TaskStatus(const std::string& task) const {
   return it == peers_.end() || !it->second.dead ? absl::OkStatus() : it->second.dead_status;
 }
 
+void HealthMonitor::HeardFrom(const std::string& task) {
+  bool said = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = peers_.find(task);
+    if (it == peers_.end() || !it->second.dead) return;
+    Peer& p = it->second;
+    said = p.reported;
+    p.misses = 0;
+    p.dead = false;
+    p.reported = false;
+    p.dead_status = absl::OkStatus();
+  }
+  if (said && report_ != nullptr) {
+    *report_ << "graphrun: task " << task << " is back (it called this task)\n" << std::flush;
+  }
+}
+
 void HealthMonitor::Loop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {

@@ -73,6 +73,10 @@ class HealthMonitor {
 
   // The status of a task found dead (OK when it is not).
   absl::Status TaskStatus(const std::string& task) const;
+  // `task` just reached this one (a call from it): a task found dead is
+  // alive again at once (said on the report stream if its death was), not
+  // only after its next answered heartbeat.
+  void HeardFrom(const std::string& task);
   int64_t interval_ms() const { return options_.interval_ms; }
 
  private:

@@ -237,12 +237,18 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
     });
   }
   if (env_->health != nullptr && !master_task.empty()) {
+    // The master just called: whatever heartbeats said, it is back.
+    env_->health->HeardFrom(master_task);
     // A master that dies or is cut off mid-step cannot end its partitions
     // here: they would wait for it (a _Recv of its gradients) for good.
+    // The callback holds the step only while it runs (a weak pointer: the
+    // step holds the watch). Aborting may end the step on this very thread,
+    // completion dropping its last other reference.
     step->master_watch = env_->health->WatchTasks(
-        {master_task},
-        // (Not the shared step: the watch is cancelled before it goes.)
-        [st = step.get(), task = env_->task, master_task](const absl::Status& why) {
+        {master_task}, [weak = std::weak_ptr<Step>(step), task = env_->task,
+                        master_task](const absl::Status& why) {
+          std::shared_ptr<Step> st = weak.lock();
+          if (st == nullptr) return;
           const absl::Status ended = absl::UnavailableError(
               absl::StrCat("task ", task, " ended step ", st->step_id, ": its master, task ",
                            master_task, ", is gone (", why.message(), ")"));

@@ -75,13 +75,21 @@ bool BodyNamesATask(const FunctionDef& fn, const FunctionMap& fns,
 // call frame runs on its caller's task, so such a body is inlined, placed
 // and partitioned as the rest of the graph is (inlining keeps what the
 // call computes; `_noinline` only asks that it run as a unit).
-bool StaysCallFrame(const FunctionDef& fn, const NodeDef& call, const FunctionMap& fns) {
+// `names_task` (optional) caches BodyNamesATask per function.
+bool StaysCallFrame(const FunctionDef& fn, const NodeDef& call, const FunctionMap& fns,
+                    absl::flat_hash_map<const FunctionDef*, bool>* names_task = nullptr) {
   auto no = fn.attr().find(kNoInlineAttr);
   if (no == fn.attr().end() || !no->second.b()) return false;
   auto force = call.attr().find(kInlineAttr);
   if (force != call.attr().end() && force->second.b()) return false;
+  if (names_task != nullptr) {
+    auto it = names_task->find(&fn);
+    if (it != names_task->end()) return !it->second;
+  }
   absl::flat_hash_set<const FunctionDef*> seen;
-  return !BodyNamesATask(fn, fns, &seen);
+  const bool names = BodyNamesATask(fn, fns, &seen);
+  if (names_task != nullptr) (*names_task)[&fn] = names;
+  return !names;
 }
 
 // What the body of one inlined function sees.
@@ -787,7 +795,7 @@ class Lowering {
       }
       auto fn = functions_.find(src.op());
       if (fn != functions_.end()) {
-        if (StaysCallFrame(*fn->second, n, functions_)) {
+        if (StaysCallFrame(*fn->second, n, functions_, &names_task_)) {
           // Attrs of a function used as an op are the function's.
           google::protobuf::Map<std::string, AttrValue> attrs;
           for (const auto& [k, v] : n.attr()) {
@@ -800,7 +808,7 @@ class Lowering {
       } else if (IsCall(src.op())) {
         GR_ASSIGN_OR_RETURN(const FunctionDef* f, FuncAttr(scope, n, "f"));
         const auto attrs = n.attr().at("f").func().attr();
-        if (StaysCallFrame(*f, n, functions_)) {
+        if (StaysCallFrame(*f, n, functions_, &names_task_)) {
           GR_RETURN_IF_ERROR(EmitCallFrame(n, *f, attrs, data, control, scope,
                                            src.op() == "StatefulPartitionedCall"));
         } else {
@@ -823,6 +831,8 @@ class Lowering {
   const OpRegistry& registry_;
   const LoweringOptions options_;
   absl::flat_hash_map<std::string, const FunctionDef*> functions_;
+  // Whether a function's body names a task (StaysCallFrame), per function.
+  absl::flat_hash_map<const FunctionDef*, bool> names_task_;
   absl::flat_hash_set<std::string> used_;
   LoweredGraph out_;
   DataTypeVector out_unused_;
@@ -835,6 +845,7 @@ bool NeedsLowering(const GraphDef& def) {
   FunctionMap fns;
   for (const FunctionDef& f : def.library().function()) fns[f.signature().name()] = &f;
   bool calls = false;  // some node calls into the library
+  absl::flat_hash_map<const FunctionDef*, bool> names_task;
   for (const NodeDef& n : def.node()) {
     if (IsIf(n.op()) || IsCase(n.op()) || IsWhile(n.op())) return true;
     // A function used as an op becomes a call (inlined or a call frame).
@@ -843,7 +854,7 @@ bool NeedsLowering(const GraphDef& def) {
     auto a = n.attr().find("f");
     if (a == n.attr().end() || !a->second.has_func()) return true;
     auto it = fns.find(a->second.func().name());
-    if (it == fns.end() || !StaysCallFrame(*it->second, n, fns)) return true;
+    if (it == fns.end() || !StaysCallFrame(*it->second, n, fns, &names_task)) return true;
     calls = true;
   }
   // A library nothing calls is dropped (and checked) by lowering; one whose

@@ -118,6 +118,8 @@ absl::string_view InputNode(absl::string_view input) {
 }
 
 bool UpdatesInputZero(const std::string& op) {
+  // Scatters into a new tensor, not into input 0.
+  if (op == "ScatterNd" || op == "ScatterNdNonAliasingAdd") return false;
   static const char* const kPrefixes[] = {
       "Apply",  "ResourceApply", "SparseApply",    "ResourceSparseApply",
       "Assign", "Scatter",       "ResourceScatter"};

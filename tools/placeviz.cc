@@ -353,11 +353,12 @@ std::string ReportToHtml(const PlacementReport& r, const std::string& svg) {
   heading[0] = 'C';
   absl::StrAppend(&out, "</table>\n<h2>", Html(heading),
                   "</h2>\n<table><tr><th>from</th><th>to</th><th>tensor</th>"
-                  "<th>bytes/step</th></tr>\n");
+                  "<th>bytes/step</th>",
+                  r.measured ? "<th>variable</th>" : "", "</tr>\n");
   for (const EdgeReport& e : r.edges) {
     absl::StrAppend(&out, "<tr><td>", Html(e.src_task), "</td><td>", Html(e.dst_task), "</td><td>",
-                    Html(e.tensor), "</td><td class=n>", BytesText(e.bytes_per_step),
-                    "</td></tr>\n");
+                    Html(e.tensor), "</td><td class=n>", BytesText(e.bytes_per_step), "</td>",
+                    r.measured ? absl::StrCat("<td>", Html(e.variable), "</td>") : "", "</tr>\n");
   }
   out += "</table>\n</body></html>\n";
   return out;

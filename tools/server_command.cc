@@ -176,11 +176,14 @@ int ServerCommand(absl::Span<const std::string> args, std::ostream& out, std::os
       return kExitFailure;
     }
   }
-  err << "graphrun server: task " << (*server)->task_name() << " listening on "
-      << (*server)->bind_host() << ":" << (*server)->bound_port() << std::endl;
+  // An IPv6 host in brackets, as in a URL.
+  const std::string& bound = (*server)->bind_host();
+  const std::string host = bound.find(':') != std::string::npos ? "[" + bound + "]" : bound;
+  err << "graphrun server: task " << (*server)->task_name() << " listening on " << host << ":"
+      << (*server)->bound_port() << std::endl;
   if ((*server)->metrics_port() > 0) {
-    err << "graphrun server: metrics at http://" << (*server)->bind_host() << ":"
-        << (*server)->metrics_port() << "/metrics" << std::endl;
+    err << "graphrun server: metrics at http://" << host << ":" << (*server)->metrics_port()
+        << "/metrics" << std::endl;
   }
   int sig = 0;
   sigwait(&stop, &sig);

@@ -231,7 +231,11 @@ absl::Status GrpcServer::Start() {
     }
     // kPreferred: peers fall back to gRPC.
   }
-  std::string listen = absl::StrCat(options_.bind_host, ":", port);
+  // An IPv6 host ("::", "::1") goes in brackets, as gRPC parses addresses.
+  const bool ipv6 =
+      options_.bind_host.find(':') != std::string::npos && options_.bind_host.front() != '[';
+  std::string listen = ipv6 ? absl::StrCat("[", options_.bind_host, "]:", port)
+                            : absl::StrCat(options_.bind_host, ":", port);
   grpc::ServerBuilder builder;
   // Never share a port with another process silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -298,8 +298,8 @@ std::string ReadFile(const std::string& path) {
 
 // `--bind` and `--metrics_port` on `graphrun cluster`, one process per task
 // and in-process: by default every task listens on loopback; with
-// --bind=0.0.0.0 on the wildcard address (the printed cluster still names
-// 127.0.0.1, which reaches it), and --metrics_port=0 gives each task a
+// --bind=0.0.0.0 (or ::) on the wildcard address (the printed cluster still
+// names 127.0.0.1, which reaches it), and --metrics_port=0 gives each task a
 // metrics port that the log names and that serves graphrun_* series.
 // Only loopback is ever contacted.
 TEST(ClusterCliTest, BindsTheGivenHostAndServesMetrics) {
@@ -313,6 +313,7 @@ TEST(ClusterCliTest, BindsTheGivenHostAndServesMetrics) {
       {{}, "0100007F", 0},
       {{"--bind=0.0.0.0", "--metrics_port=0"}, "wildcard", 2},
       {{"--bind=0.0.0.0", "--metrics_port=0", "--in_process"}, "wildcard", 2},
+      {{"--bind=::", "--metrics_port=0"}, "wildcard", 2},
   };
   for (const Mode& mode : modes) {
     SCOPED_TRACE(absl::StrJoin(mode.flags, " "));
@@ -342,7 +343,8 @@ TEST(ClusterCliTest, BindsTheGivenHostAndServesMetrics) {
     // The metrics ports as logged: the tasks' own lines (one process per
     // task) or the cluster's (in process).
     std::vector<int> metrics;
-    const std::regex line(R"re(metrics (of \S+ )?at http://[0-9.]+:([0-9]+)/metrics)re");
+    const std::regex line(
+        R"re(metrics (of \S+ )?at http://(\[[0-9a-f:]*\]|[0-9.]+):([0-9]+)/metrics)re");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (static_cast<int>(metrics.size()) < mode.metrics &&
            std::chrono::steady_clock::now() < deadline) {
@@ -350,7 +352,7 @@ TEST(ClusterCliTest, BindsTheGivenHostAndServesMetrics) {
       const std::string text = ReadFile(log);
       for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
            it != std::sregex_iterator(); ++it) {
-        metrics.push_back(std::stoi((*it)[2]));
+        metrics.push_back(std::stoi((*it)[3]));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

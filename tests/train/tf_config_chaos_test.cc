@@ -356,19 +356,21 @@ void RunStoppedTrainer(bool chief_stops) {
   while (reported_ms < 0 && std::chrono::steady_clock::now() < stopped + stop_for) {
     for (size_t ps : {cluster.ps0, cluster.ps1}) {
       const std::string log = ReadFile(children.all[ps].log_file);
-      const size_t at = log.find("Unavailable: ");
-      if (at != std::string::npos &&
-          log.substr(at, log.find('\n', at) - at).find(victim_task) != std::string::npos) {
-        reported_ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stopped)
-                .count();
+      for (size_t at = log.find("Unavailable: "); at != std::string::npos && reported_ms < 0;
+           at = log.find("Unavailable: ", at + 1)) {
+        if (log.substr(at, log.find('\n', at) - at).find(victim_task) != std::string::npos) {
+          reported_ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stopped)
+                  .count();
+        }
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::this_thread::sleep_until(stopped + stop_for);
   kill(children.all[victim].pid, SIGCONT);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(kSanitized ? 600 : 150);
   ASSERT_TRUE(WaitForExit(children.all[victim], deadline))
       << ReadFile(children.all[victim].log_file);
   ASSERT_TRUE(WaitForExit(children.all[other], deadline)) << ReadFile(children.all[other].log_file);
