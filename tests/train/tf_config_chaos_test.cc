@@ -408,10 +408,9 @@ void RunStoppedTrainer(bool chief_stops) {
   } else {
     std::cout << "the stop fell between two steps of the trainer\n";
   }
-  std::cout << (chief_stops ? "chief" : "worker")
-            << " stopped for 5 s after the checkpoint of step " << seen_checkpoint
-            << "; a PS reported it after " << reported_ms
-            << " ms; stopped trainer: " << victim_log.substr(victim_log.rfind('{'));
+  std::cout << (chief_stops ? "chief" : "worker") << " stopped for " << stop_for.count()
+            << " s after the checkpoint of step " << seen_checkpoint << "; a PS reported it after "
+            << reported_ms << " ms; stopped trainer: " << victim_log.substr(victim_log.rfind('{'));
 }
 
 TEST(TfConfigTest, AsyncTrainingOutlivesAStoppedChief) {
