@@ -460,6 +460,15 @@ absl::StatusOr<TrainResult> TrainRecovering(const TrainConfig& c, const distribu
     }
     ++recoveries;
     ++in_a_row;
+    // A synchronous worker whose step a PS ended because this task went
+    // silent (stopped, cut off: "its master, task T, is gone") lost
+    // nothing the chief saw, so no new generation will come: it joins the
+    // present one at once instead of waiting wait_timeout for another.
+    if (c.sync && !strategy.is_chief() &&
+        absl::StrContains(s.message(),
+                          absl::StrCat("its master, task ", server->task_name(), ", is gone"))) {
+      generation.store(0);
+    }
     std::cerr << StatusToLine(s) << "\n"
               << "graphrun train: " << task
               << " goes on with new sessions once the cluster answers again (recovery " << in_a_row

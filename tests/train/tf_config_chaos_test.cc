@@ -334,8 +334,8 @@ void RunTrainerChaos(bool chief_dies, bool sync = false) {
 // (`Unavailable` naming it, within 5 s of the stop); the continued trainer
 // finds its step ended, builds new sessions and goes on; the run ends at
 // its step count, nothing restored.
-void RunStoppedTrainer(bool chief_stops) {
-  ChaosCluster cluster;
+void RunStoppedTrainer(bool chief_stops, bool sync = false) {
+  ChaosCluster cluster(sync);
   cluster.Start();
   if (testing::Test::HasFatalFailure()) return;
   Children& children = cluster.children;
@@ -421,6 +421,11 @@ TEST(TfConfigTest, AsyncTrainingOutlivesAStoppedChief) {
 TEST(TfConfigTest, AsyncTrainingOutlivesAStoppedWorker) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   RunStoppedTrainer(/*chief_stops=*/false);
+}
+
+TEST(TfConfigTest, SyncTrainingOutlivesAStoppedWorker) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunStoppedTrainer(/*chief_stops=*/false, /*sync=*/true);
 }
 
 TEST(TfConfigTest, AsyncTrainingOutlivesAChiefRestart) {
