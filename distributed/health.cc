@@ -74,7 +74,8 @@ void HealthMonitor::Stop() {
 }
 
 HealthMonitor::Watch HealthMonitor::WatchTasks(const std::vector<std::string>& tasks,
-                                               std::function<void(const absl::Status&)> on_dead) {
+                                               std::function<void(const absl::Status&)> on_dead,
+                                               bool heard_from) {
   Watch w;
   w.monitor_ = this;
   w.state_ = std::make_shared<Watch::State>();
@@ -85,12 +86,20 @@ HealthMonitor::Watch HealthMonitor::WatchTasks(const std::vector<std::string>& t
   bool wake = false;
   const auto now = std::chrono::steady_clock::now();
   const auto linger = std::chrono::milliseconds(options_.interval_ms * (options_.misses + 2));
+  std::vector<std::string> back;  // found dead and said so; heard from now
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const std::string& t : tasks) {
       if (t == options_.self_task) continue;
       w.state_->tasks.push_back(t);
       Peer& p = peers_[t];
+      if (heard_from && p.dead) {
+        if (p.reported) back.push_back(t);
+        p.misses = 0;
+        p.dead = false;
+        p.reported = false;
+        p.dead_status = absl::OkStatus();
+      }
       if (p.watchers == 0 && !p.dead && !p.probing && now - p.idle_since >= linger) wake = true;
       ++p.watchers;
       if (p.dead && already.ok()) {
@@ -103,6 +112,11 @@ HealthMonitor::Watch HealthMonitor::WatchTasks(const std::vector<std::string>& t
     }
     if (options_.interval_ms > 0 && !stop_) watches_.insert(w.state_);
     if (wake) cv_.notify_all();
+  }
+  for (const std::string& t : back) {
+    if (report_ != nullptr) {
+      *report_ << "graphrun: task " << t << " is back (it called this task)\n" << std::flush;
+    }
   }
   if (!already.ok()) w.state_->Fire(already);
   return w;
@@ -123,24 +137,6 @@ absl::Status HealthMonitor::TaskStatus(const std::string& task) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = peers_.find(task);
   return it == peers_.end() || !it->second.dead ? absl::OkStatus() : it->second.dead_status;
-}
-
-void HealthMonitor::HeardFrom(const std::string& task) {
-  bool said = false;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = peers_.find(task);
-    if (it == peers_.end() || !it->second.dead) return;
-    Peer& p = it->second;
-    said = p.reported;
-    p.misses = 0;
-    p.dead = false;
-    p.reported = false;
-    p.dead_status = absl::OkStatus();
-  }
-  if (said && report_ != nullptr) {
-    *report_ << "graphrun: task " << task << " is back (it called this task)\n" << std::flush;
-  }
 }
 
 void HealthMonitor::Loop() {

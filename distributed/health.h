@@ -68,15 +68,15 @@ class HealthMonitor {
   // thread, when one of `tasks` is found dead while the watch lives (at
   // once, on this thread, for a task already dead). Cancel (or destroy)
   // the watch without holding a lock that `on_dead` takes.
+  // `heard_from`: the tasks just reached this one (a call from them, such
+  // as a master's RunGraph): one found dead is alive again at once (said
+  // on the report stream if its death was), not only after its next
+  // answered heartbeat, and the watch does not fire for it.
   Watch WatchTasks(const std::vector<std::string>& tasks,
-                   std::function<void(const absl::Status&)> on_dead);
+                   std::function<void(const absl::Status&)> on_dead, bool heard_from = false);
 
   // The status of a task found dead (OK when it is not).
   absl::Status TaskStatus(const std::string& task) const;
-  // `task` just reached this one (a call from it): a task found dead is
-  // alive again at once (said on the report stream if its death was), not
-  // only after its next answered heartbeat.
-  void HeardFrom(const std::string& task);
   int64_t interval_ms() const { return options_.interval_ms; }
 
  private:

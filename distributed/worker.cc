@@ -237,16 +237,16 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
     });
   }
   if (env_->health != nullptr && !master_task.empty()) {
-    // The master just called: whatever heartbeats said, it is back.
-    env_->health->HeardFrom(master_task);
     // A master that dies or is cut off mid-step cannot end its partitions
     // here: they would wait for it (a _Recv of its gradients) for good.
     // The callback holds the step only while it runs (a weak pointer: the
     // step holds the watch). Aborting may end the step on this very thread,
-    // completion dropping its last other reference.
+    // completion dropping its last other reference. The master just
+    // called (heard_from): whatever heartbeats said before, it is back.
     step->master_watch = env_->health->WatchTasks(
-        {master_task}, [weak = std::weak_ptr<Step>(step), task = env_->task,
-                        master_task](const absl::Status& why) {
+        {master_task},
+        [weak = std::weak_ptr<Step>(step), task = env_->task,
+         master_task](const absl::Status& why) {
           std::shared_ptr<Step> st = weak.lock();
           if (st == nullptr) return;
           const absl::Status ended = absl::UnavailableError(
@@ -254,7 +254,8 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest& request,
                            master_task, ", is gone (", why.message(), ")"));
           st->rendezvous->StartAbort(ended);
           st->cm.StartCancel();
-        });
+        },
+        /*heard_from=*/true);
   }
   GraphMgr::StepParams params;
   params.step_id = step->step_id;

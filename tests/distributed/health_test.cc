@@ -304,18 +304,21 @@ TEST(HealthTest, WatchFiresOnceForADeadTaskOnly) {
   std::atomic<int> late{0};
   HealthMonitor::Watch w2 = monitor.WatchTasks({peer}, [&](const absl::Status&) { ++late; });
   EXPECT_EQ(late.load(), 1);
-  // A call from the task (a master's RunGraph) is news that it is back:
-  // alive at once, said once; a new watch does not fire (until three more
-  // heartbeats go unanswered: 300 ms here).
-  monitor.HeardFrom(peer);
+  // A watch of a task that just called (a master's RunGraph) is news that
+  // it is back: alive at once, said once, and the watch does not fire
+  // (until three more heartbeats go unanswered: 300 ms here).
+  std::atomic<int> after{0};
+  HealthMonitor::Watch w3 = monitor.WatchTasks(
+      {peer}, [&](const absl::Status&) { ++after; }, /*heard_from=*/true);
   EXPECT_TRUE(monitor.TaskStatus(peer).ok());
   EXPECT_THAT(report.str(),
               HasSubstr(absl::StrCat("graphrun: task ", peer, " is back (it called this task)")));
-  std::atomic<int> after{0};
-  HealthMonitor::Watch w3 = monitor.WatchTasks({peer}, [&](const absl::Status&) { ++after; });
   EXPECT_EQ(after.load(), 0);
   w3.Cancel();
-  monitor.HeardFrom(ho.self_task);  // never watched: nothing to say
+  // This task itself is never watched: nothing to say, nothing fired.
+  HealthMonitor::Watch self = monitor.WatchTasks(
+      {ho.self_task}, [&](const absl::Status&) { ++after; }, /*heard_from=*/true);
+  EXPECT_EQ(after.load(), 0);
   monitor.Stop();
 }
 

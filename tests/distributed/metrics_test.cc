@@ -29,6 +29,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/session.h"
+#include "tests/distributed/http_testlib.h"
 #include "tests/distributed/ps_worker_testlib.h"
 
 namespace graphrun {
@@ -46,31 +47,7 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string req =
-      absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-  if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) < 0) {
-    close(fd);
-    return "";
-  }
-  std::string out;
-  char buf[8192];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, n);
-  close(fd);
-  return out;
-}
+using test::HttpGet;
 
 // The value of one series line "NAME{labels} V" in an exposition; -1 if absent.
 double Series(const std::string& text, const std::string& series) {

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -201,15 +202,24 @@ node { name: "save" op: "SaveV2" input: "prefix" input: "names" input: "slices" 
   return def;
 }
 
-absl::Status RunCheckpointOp(const std::string& target, const std::string& prefix, bool restore,
-                             float* restored = nullptr) {
+// A session on the cluster at `target` with the cluster's token, holding
+// `def`.
+absl::StatusOr<std::unique_ptr<Session>> TokenSession(const std::string& target,
+                                                      const tensorflow::GraphDef& def) {
   RegisterGrpcSession();
   SessionOptions so;
   so.target = target;
   so.auth_token = "the-cluster-token";
   auto s = NewSession(so);
   if (!s.ok()) return s.status();
-  if (absl::Status c = (*s)->Create(CheckpointGraph(prefix, restore)); !c.ok()) return c;
+  if (absl::Status c = (*s)->Create(def); !c.ok()) return c;
+  return std::move(*s);
+}
+
+absl::Status RunCheckpointOp(const std::string& target, const std::string& prefix, bool restore,
+                             float* restored = nullptr) {
+  auto s = TokenSession(target, CheckpointGraph(prefix, restore));
+  if (!s.ok()) return s.status();
   auto r = restore ? (*s)->Run({}, {"restore"}, {}) : (*s)->Run({}, {}, {"save"});
   if (!r.ok()) return r.status();
   if (restored != nullptr) *restored = (*r)[0].scalar<float>();
@@ -276,17 +286,12 @@ std::string PsInt64(const std::string& name, int64_t v) {
 // Runs `graph` (pbtxt) on the cluster with `target` as the target node.
 absl::Status RunTarget(const std::string& cluster_target, const std::string& graph,
                        const std::string& target) {
-  RegisterGrpcSession();
-  SessionOptions so;
-  so.target = cluster_target;
-  so.auth_token = "the-cluster-token";
-  auto s = NewSession(so);
-  if (!s.ok()) return s.status();
   tensorflow::GraphDef def;
   if (!google::protobuf::TextFormat::ParseFromString(graph, &def)) {
     return absl::InternalError("the test's graph does not parse");
   }
-  if (absl::Status c = (*s)->Create(def); !c.ok()) return c;
+  auto s = TokenSession(cluster_target, def);
+  if (!s.ok()) return s.status();
   return (*s)->Run({}, {}, {target}).status();
 }
 

@@ -56,6 +56,13 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
+// The last line of a log (a trainer's JSON result), trailing newlines
+// ignored.
+std::string ResultLine(const std::string& log) {
+  const std::string trimmed = log.substr(0, log.find_last_not_of('\n') + 1);
+  return trimmed.substr(trimmed.rfind('\n') + 1);
+}
+
 int Sh(const std::string& cmd) {
   int rc = std::system((cmd + " >/dev/null 2>&1").c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -260,8 +267,7 @@ void TrainAcrossHosts(int num_hosts, const std::vector<Placed>& tasks,
     }
   }
   // The last line: the chief's result.
-  std::string trimmed = chief_log.substr(0, chief_log.find_last_not_of('\n') + 1);
-  std::string last = trimmed.substr(trimmed.rfind('\n') + 1);
+  const std::string last = ResultLine(chief_log);
   auto json = ParseJson(last);
   ASSERT_TRUE(json.ok()) << last;
   const JsonValue* acc = json->Find("test_accuracy");
@@ -395,6 +401,57 @@ TEST(NetnsTrainTest, MultiWorkerMirroredAcrossThreeHosts) {
                    "three_hosts_mwms");
 }
 
+// The step of the newest checkpoint in `dir` ("DIR/checkpoint" names
+// "DIR/model.ckpt-N"), -1 when none; waits (bounded) for one of a step
+// >= `at_least`.
+int WaitForCheckpoint(const std::string& dir, int at_least) {
+  auto latest = [&] {
+    std::ifstream state(dir + "/checkpoint");
+    std::string line;
+    std::getline(state, line);  // model_checkpoint_path: "DIR/model.ckpt-N"
+    const size_t dash = line.rfind('-');
+    return dash == std::string::npos ? -1 : std::atoi(line.c_str() + dash + 1);
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  while (latest() < at_least && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return latest();
+}
+
+// The chaos runs' cluster: a PS on host 1, the chief (worker 0) on
+// `chief_host`, worker 1 on `worker_host`, at `cluster`, each under
+// TF_CONFIG with --insecure; the trainers run `steps` (--sync when asked)
+// with a checkpoint every 100 into `dir`. Logs TmpDir()/NAME_{ps,chief,
+// worker}.log.
+absl::Status StartCutLinkCluster(const Hosts& hosts, int chief_host, int worker_host,
+                                 const std::string& cluster, const std::string& name,
+                                 const std::string& dir, int steps, bool sync, Task& ps,
+                                 Task& chief, Task& worker) {
+  std::vector<std::string> train = {"train",
+                                    "--insecure",
+                                    absl::StrCat("--steps=", steps),
+                                    "--save_checkpoint_steps=100",
+                                    "--checkpoint_dir=" + dir,
+                                    "--format=json",
+                                    "--intra_op_threads=1",
+                                    "--inter_op_threads=2"};
+  if (sync) train.push_back("--sync");
+  auto tf_config = [&](const std::string& job, int index) {
+    return absl::StrCat(R"(TF_CONFIG={"cluster": )", cluster, R"(, "task": {"type": ")", job,
+                        R"(", "index": )", index, "}}");
+  };
+  absl::Status s = Start(ps, hosts.host(1), {"train", "--insecure", "--checkpoint_dir=" + dir},
+                         {tf_config("ps", 0)}, TmpDir() + "/" + name + "_ps.log");
+  if (s.ok()) {
+    s = Start(chief, hosts.host(chief_host), train, {tf_config("worker", 0)},
+              TmpDir() + "/" + name + "_chief.log");
+  }
+  if (!s.ok()) return s;
+  return Start(worker, hosts.host(worker_host), train, {tf_config("worker", 1)},
+               TmpDir() + "/" + name + "_worker.log");
+}
+
 // Chaos, a cut link: PS training with the PS on host 1 and the chief and
 // worker 1 on host 2, asynchronous or `sync` (--sync: every update waits
 // for both workers' gradients). After the checkpoint of step >= 200 host
@@ -416,41 +473,10 @@ void TrainThroughACutLink(bool sync, int steps) {
   const std::string name = sync ? "cut_link_sync" : "cut_link";
   const std::string dir = TmpDir() + "/" + name + "_ckpt";
   std::filesystem::remove_all(dir);
-  std::vector<std::string> train = {"train",
-                                    "--insecure",
-                                    absl::StrCat("--steps=", steps),
-                                    "--save_checkpoint_steps=100",
-                                    "--checkpoint_dir=" + dir,
-                                    "--format=json",
-                                    "--intra_op_threads=1",
-                                    "--inter_op_threads=2"};
-  if (sync) train.push_back("--sync");
-  auto tf_config = [&](const std::string& job, int index) {
-    return absl::StrCat(R"(TF_CONFIG={"cluster": )", cluster, R"(, "task": {"type": ")", job,
-                        R"(", "index": )", index, "}}");
-  };
   Task ps, chief, worker;
-  ASSERT_TRUE(Start(ps, hosts.host(1), {"train", "--insecure", "--checkpoint_dir=" + dir},
-                    {tf_config("ps", 0)}, TmpDir() + "/" + name + "_ps.log")
-                  .ok());
-  ASSERT_TRUE(Start(chief, hosts.host(2), train, {tf_config("worker", 0)},
-                    TmpDir() + "/" + name + "_chief.log")
-                  .ok());
-  ASSERT_TRUE(Start(worker, hosts.host(2), train, {tf_config("worker", 1)},
-                    TmpDir() + "/" + name + "_worker.log")
-                  .ok());
-  auto latest_step = [&] {
-    std::ifstream state(dir + "/checkpoint");
-    std::string line;
-    std::getline(state, line);  // model_checkpoint_path: "DIR/model.ckpt-N"
-    const size_t dash = line.rfind('-');
-    return dash == std::string::npos ? -1 : std::atoi(line.c_str() + dash + 1);
-  };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
-  while (latest_step() < 200 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  const int seen_checkpoint = latest_step();
+  ASSERT_TRUE(
+      StartCutLinkCluster(hosts, 2, 2, cluster, name, dir, steps, sync, ps, chief, worker).ok());
+  const int seen_checkpoint = WaitForCheckpoint(dir, 200);
   ASSERT_GE(seen_checkpoint, 200) << ReadAll(chief.p.log_file);
   const std::string port = Hosts::in(hosts.switch_ns()) + "ip link set p1 ";
   ASSERT_EQ(Sh(port + "down"), 0);
@@ -485,8 +511,7 @@ void TrainThroughACutLink(bool sync, int steps) {
   const std::string line = chief_log.substr(chief_log.find("Unavailable: "));
   EXPECT_THAT(line.substr(0, line.find('\n')), HasSubstr("/job:ps/replica:0/task:0"));
   EXPECT_THAT(chief_log, HasSubstr("goes on with new sessions once the cluster answers again"));
-  std::string trimmed = chief_log.substr(0, chief_log.find_last_not_of('\n') + 1);
-  auto json = ParseJson(trimmed.substr(trimmed.rfind('\n') + 1));
+  auto json = ParseJson(ResultLine(chief_log));
   ASSERT_TRUE(json.ok()) << chief_log;
   EXPECT_GE(std::stod(json->Find("global_step")->number_text()), steps);
   EXPECT_LE(std::stod(json->Find("global_step")->number_text()), steps + 1);
@@ -524,44 +549,14 @@ void TrainerLinkCut(bool chief_cut) {
   const std::string dir = TmpDir() + "/" + name + "_ckpt";
   std::filesystem::remove_all(dir);
   const int steps = 3000;
-  const std::vector<std::string> train = {"train",
-                                          "--insecure",
-                                          absl::StrCat("--steps=", steps),
-                                          "--save_checkpoint_steps=100",
-                                          "--checkpoint_dir=" + dir,
-                                          "--format=json",
-                                          "--intra_op_threads=1",
-                                          "--inter_op_threads=2"};
-  auto tf_config = [&](const std::string& job, int index) {
-    return absl::StrCat(R"(TF_CONFIG={"cluster": )", cluster, R"(, "task": {"type": ")", job,
-                        R"(", "index": )", index, "}}");
-  };
   Task ps, chief, worker;
-  ASSERT_TRUE(Start(ps, hosts.host(1), {"train", "--insecure", "--checkpoint_dir=" + dir},
-                    {tf_config("ps", 0)}, TmpDir() + "/" + name + "_ps.log")
-                  .ok());
-  ASSERT_TRUE(Start(chief, hosts.host(2), train, {tf_config("worker", 0)},
-                    TmpDir() + "/" + name + "_chief.log")
-                  .ok());
-  ASSERT_TRUE(Start(worker, hosts.host(3), train, {tf_config("worker", 1)},
-                    TmpDir() + "/" + name + "_worker.log")
-                  .ok());
+  ASSERT_TRUE(
+      StartCutLinkCluster(hosts, 2, 3, cluster, name, dir, steps, false, ps, chief, worker).ok());
   Task& victim = chief_cut ? chief : worker;
   Task& other = chief_cut ? worker : chief;
   const std::string victim_task =
       chief_cut ? "/job:worker/replica:0/task:0" : "/job:worker/replica:0/task:1";
-  auto latest_step = [&] {
-    std::ifstream state(dir + "/checkpoint");
-    std::string line;
-    std::getline(state, line);  // model_checkpoint_path: "DIR/model.ckpt-N"
-    const size_t dash = line.rfind('-');
-    return dash == std::string::npos ? -1 : std::atoi(line.c_str() + dash + 1);
-  };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
-  while (latest_step() < 200 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  const int seen_checkpoint = latest_step();
+  const int seen_checkpoint = WaitForCheckpoint(dir, 200);
   ASSERT_GE(seen_checkpoint, 200) << ReadAll(chief.p.log_file);
   const size_t other_before = ReadAll(other.p.log_file).size();
   const size_t victim_before = ReadAll(victim.p.log_file).size();
@@ -615,15 +610,13 @@ void TrainerLinkCut(bool chief_cut) {
             << " s after the link came back\n";
   EXPECT_GE(victim_ms, 0) << victim_log;
   EXPECT_EQ(other_log.find("Unavailable", other_before), std::string::npos) << other_log;
-  std::string trimmed = chief_log.substr(0, chief_log.find_last_not_of('\n') + 1);
-  auto json = ParseJson(trimmed.substr(trimmed.rfind('\n') + 1));
+  auto json = ParseJson(ResultLine(chief_log));
   ASSERT_TRUE(json.ok()) << chief_log;
   EXPECT_GE(std::stod(json->Find("global_step")->number_text()), steps);
   EXPECT_LE(std::stod(json->Find("global_step")->number_text()), steps + 1);
   EXPECT_TRUE(json->Find("restored_devices")->items().empty()) << json->Serialize();
   EXPECT_GT(std::stod(json->Find("test_accuracy")->number_text()), 0.8) << json->Serialize();
-  std::string vtrim = victim_log.substr(0, victim_log.find_last_not_of('\n') + 1);
-  auto vjson = ParseJson(vtrim.substr(vtrim.rfind('\n') + 1));
+  auto vjson = ParseJson(ResultLine(victim_log));
   ASSERT_TRUE(vjson.ok()) << victim_log;
   EXPECT_GE(std::stod(vjson->Find("restarts")->number_text()), 1) << vjson->Serialize();
   if (!kSanitized) {
