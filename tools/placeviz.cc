@@ -240,7 +240,12 @@ std::string ReportToDot(const PlacementReport& r) {
           &out, "    ", id, " [shape=box, style=filled, fillcolor=\"#f9d77e\", width=",
           absl::StrFormat("%.2f", 0.6 + 2.4 * scale),
           ", height=", absl::StrFormat("%.2f", 0.3 + 1.2 * scale), ", label=",
-          DotQuote(absl::StrCat(v.name, "\n", ShapeText(v.shape), " ", BytesText(v.bytes))),
+          DotQuote(absl::StrCat(
+              v.name, "\n", ShapeText(v.shape), " ", BytesText(v.bytes),
+              v.read_bytes_per_step >= 0 || v.update_bytes_per_step >= 0
+                  ? absl::StrCat("\nread ", BytesText(v.read_bytes_per_step), ", update ",
+                                 BytesText(v.update_bytes_per_step), " /step")
+                  : "")),
           "];\n");
     }
     out += "  }\n";
@@ -255,6 +260,22 @@ std::string ReportToDot(const PlacementReport& r) {
     const std::string src = v != var_id.end() ? v->second : absl::StrCat("t", s->second, "_ops");
     absl::StrAppend(&out, "  ", src, " -> t", d->second, "_ops [label=",
                     DotQuote(absl::StrCat(e.tensor, "\n", BytesText(e.bytes_per_step), "/step")),
+                    "];\n");
+  }
+  // One bold edge per task pair, between the tasks' op nodes: the pair's
+  // total per step and its edge count, drawn thicker the more it carries.
+  int64_t max_pair = 1;
+  for (const TaskPairReport& p : r.pairs) max_pair = std::max(max_pair, p.bytes_per_step);
+  for (const TaskPairReport& p : r.pairs) {
+    auto s = task_index.find(p.src_task), d = task_index.find(p.dst_task);
+    if (s == task_index.end() || d == task_index.end()) continue;
+    const double scale =
+        std::sqrt(static_cast<double>(std::max<int64_t>(p.bytes_per_step, 0)) / max_pair);
+    absl::StrAppend(&out, "  t", s->second, "_ops -> t", d->second,
+                    "_ops [style=bold, color=\"#2c3e50\", penwidth=",
+                    absl::StrFormat("%.1f", 1.5 + 4.5 * scale), ", label=",
+                    DotQuote(absl::StrCat("total ", BytesText(p.bytes_per_step), "/step\n",
+                                          p.num_edges, p.num_edges == 1 ? " edge" : " edges")),
                     "];\n");
   }
   out += "}\n";

@@ -396,6 +396,16 @@ TEST(PlacevizTest, MeasuredTrafficPerVariableAndTaskPair) {
   EXPECT_THAT(text.out, HasSubstr("task pairs (bytes per step):\n"
                                   "  /job:ps/task:0         -> /job:worker/task:0            128 B"
                                   "  1 edges\n"));
+
+  // DOT: each variable's box carries its traffic, and one bold edge per
+  // pair carries the pair's total.
+  Result dot = Placeviz({"--run_metadata=" + path, "--format=dot"});
+  ASSERT_EQ(dot.code, 0) << dot.err;
+  EXPECT_THAT(dot.out, HasSubstr("read 128 B, update 128 B /step"));
+  EXPECT_THAT(dot.out, HasSubstr("t0_ops -> t1_ops [style=bold, color=\"#2c3e50\", penwidth=5.9, "
+                                 "label=\"total 128 B/step\\n1 edge\"]"));
+  EXPECT_THAT(dot.out, HasSubstr("t1_ops -> t0_ops [style=bold, color=\"#2c3e50\", penwidth=6.0, "
+                                 "label=\"total 132 B/step\\n2 edges\"]"));
 }
 
 }  // namespace
