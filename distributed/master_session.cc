@@ -107,12 +107,19 @@ absl::StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(
     const tensorflow::ConfigProto& config) {
   std::unique_ptr<MasterSession> s(new MasterSession(env, std::move(handle)));
   s->config_ = config;
-  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def,
-                      CanonicalizeGraphDefForSession(graph, *env->op_registry, Lowering(*env)));
+  tensorflow::FunctionDefLibrary library;
+  GR_RETURN_IF_ERROR(MergeFunctionLibrary(graph.library(), &library));
+  auto origin = std::make_shared<absl::flat_hash_map<std::string, std::string>>();
+  GR_ASSIGN_OR_RETURN(
+      tensorflow::GraphDef def,
+      CanonicalizeGraphDefForSession(graph, *env->op_registry, Lowering(*env), origin.get()));
   // Inlined functions count: a small graph may call big ones.
   GR_RETURN_IF_ERROR(CheckGraphSize(env->task, def, env->limits.max_graph_nodes));
-  GR_RETURN_IF_ERROR(GraphFromGraphDef(def, *env->op_registry).status());
+  GR_RETURN_IF_ERROR(
+      AnnotateLoweringError(GraphFromGraphDef(def, *env->op_registry).status(), *origin));
   s->graph_def_ = std::move(def);
+  s->library_ = std::move(library);
+  s->origin_ = std::move(origin);
   s->graph_version_ = 1;
 
   std::vector<std::string> tasks;
@@ -178,13 +185,21 @@ absl::StatusOr<int64_t> MasterSession::Extend(const tensorflow::GraphDef& graph)
     if (closed_) return absl::FailedPreconditionError("session is closed");
     tensorflow::GraphDef merged = graph_def_;
     for (const auto& node : graph.node()) *merged.add_node() = node;
-    merged.mutable_library()->MergeFrom(graph.library());
-    GR_ASSIGN_OR_RETURN(
-        merged, CanonicalizeGraphDefForSession(merged, *env_->op_registry, Lowering(*env_)));
+    // The functions of earlier graphs stay callable, as in TensorFlow.
+    tensorflow::FunctionDefLibrary library = library_;
+    GR_RETURN_IF_ERROR(MergeFunctionLibrary(graph.library(), &library));
+    *merged.mutable_library() = library;
+    auto origin = std::make_shared<absl::flat_hash_map<std::string, std::string>>();
+    if (origin_ != nullptr) *origin = *origin_;
+    GR_ASSIGN_OR_RETURN(merged, CanonicalizeGraphDefForSession(merged, *env_->op_registry,
+                                                               Lowering(*env_), origin.get()));
     // The session's whole graph, not each extension, is one graph.
     GR_RETURN_IF_ERROR(CheckGraphSize(env_->task, merged, env_->limits.max_graph_nodes));
-    GR_RETURN_IF_ERROR(GraphFromGraphDef(merged, *env_->op_registry).status());
+    GR_RETURN_IF_ERROR(
+        AnnotateLoweringError(GraphFromGraphDef(merged, *env_->op_registry).status(), *origin));
     graph_def_ = std::move(merged);
+    library_ = std::move(library);
+    origin_ = std::move(origin);
     version = ++graph_version_;
     old.swap(plans_);
   }
@@ -362,12 +377,24 @@ void MasterSession::DeregisterPlans(absl::flat_hash_map<std::string, std::shared
   }
 }
 
+absl::Status MasterSession::Annotated(absl::Status s) const {
+  if (s.ok()) return s;
+  std::shared_ptr<const absl::flat_hash_map<std::string, std::string>> origin;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    origin = origin_;
+  }
+  return origin == nullptr ? s : AnnotateLoweringError(s, *origin);
+}
+
 absl::Status MasterSession::Run(CallOptions* opts, const RunStepRequest& request,
                                 RunStepResponse* response) {
   std::vector<std::string> feed_names, fetches(request.fetch().begin(), request.fetch().end()),
       targets(request.target().begin(), request.target().end());
   for (const auto& f : request.feed()) feed_names.push_back(f.name());
-  GR_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan, GetOrCreatePlan(feed_names, fetches, targets));
+  auto planned = GetOrCreatePlan(feed_names, fetches, targets);
+  if (!planned.ok()) return Annotated(planned.status());
+  std::shared_ptr<Plan> plan = *std::move(planned);
   for (int i = 0; i < request.feed_size(); ++i) {
     DataType t = static_cast<DataType>(request.feed(i).tensor().dtype());
     if (t != plan->feed_types[i]) {
@@ -489,7 +516,7 @@ absl::Status MasterSession::Run(CallOptions* opts, const RunStepRequest& request
     if (cancelled->load()) {
       return absl::CancelledError(absl::StrCat("step cancelled (", status.message(), ")"));
     }
-    return status;
+    return Annotated(status);
   }
 
   // Fetches in order.

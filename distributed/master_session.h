@@ -104,6 +104,8 @@ class MasterSession {
 
  private:
   void DeregisterPlans(absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans);
+  // `s` with a node inlined from a function named by its function.
+  absl::Status Annotated(absl::Status s) const;
 
   const MasterEnv* const env_;
   const std::string handle_;
@@ -118,6 +120,12 @@ class MasterSession {
   // Cancels each running step (by step id).
   std::map<int64_t, std::function<void()>> running_;
   tensorflow::GraphDef graph_def_;
+  // Every function the session was given, kept for later Extends
+  // (lowering inlines the calls and drops the library from graph_def_).
+  tensorflow::FunctionDefLibrary library_;
+  // Where each node inlined from a function body came from, so placement
+  // and step errors name the function (AnnotateLoweringError).
+  std::shared_ptr<const absl::flat_hash_map<std::string, std::string>> origin_;
   int64_t graph_version_ = 0;
   // Where the graph's stateful nodes go in every plan, for graph version
   // pinned_version_ (guarded by plan_mu_).

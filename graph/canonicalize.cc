@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "graph/function_lowering.h"
 #include "graph/graph.h"
 #include "graph/status.h"
@@ -26,9 +27,10 @@ bool HasLegacyUnknownPlaceholderShape(const tensorflow::NodeDef& node,
          !it->second.shape().unknown_rank();
 }
 
-absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegistry& registry,
-                                              std::vector<std::string>* warnings,
-                                              const LoweringOptions& lowering_options) {
+absl::StatusOr<GraphDef> CanonicalizeGraphDef(
+    const GraphDef& def, const OpRegistry& registry, std::vector<std::string>* warnings,
+    const LoweringOptions& lowering_options,
+    absl::flat_hash_map<std::string, std::string>* origin_out) {
   const tensorflow::VersionDef& v = def.versions();
   if (v.min_consumer() > kGraphDefConsumerVersion) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -80,14 +82,50 @@ absl::StatusOr<GraphDef> CanonicalizeGraphDef(const GraphDef& def, const OpRegis
     GR_RETURN_IF_ERROR(
         AnnotateLoweringError(GraphFromGraphDef(out, registry, no_shapes).status(), origin));
   }
+  if (origin_out != nullptr) {
+    for (auto& [node, where] : origin) origin_out->try_emplace(node, std::move(where));
+  }
   return out;
 }
 
-absl::StatusOr<GraphDef> CanonicalizeGraphDefForSession(const GraphDef& def,
-                                                        const OpRegistry& registry,
-                                                        const LoweringOptions& lowering) {
+absl::Status MergeFunctionLibrary(const tensorflow::FunctionDefLibrary& add,
+                                  tensorflow::FunctionDefLibrary* into) {
+  absl::flat_hash_map<std::string, const tensorflow::FunctionDef*> functions;
+  for (const auto& f : into->function()) functions.emplace(f.signature().name(), &f);
+  absl::flat_hash_map<std::string, std::string> gradients;
+  for (const auto& g : into->gradient()) gradients.emplace(g.function_name(), g.gradient_func());
+  std::vector<const tensorflow::FunctionDef*> new_functions;
+  for (const auto& f : add.function()) {
+    auto [it, added] = functions.emplace(f.signature().name(), &f);
+    if (added) {
+      new_functions.push_back(&f);
+    } else if (!google::protobuf::util::MessageDifferencer::Equals(*it->second, f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", f.signature().name(), "' is already defined, differently"));
+    }
+  }
+  std::vector<const tensorflow::GradientDef*> new_gradients;
+  for (const auto& g : add.gradient()) {
+    auto [it, added] = gradients.emplace(g.function_name(), g.gradient_func());
+    if (added) {
+      new_gradients.push_back(&g);
+    } else if (it->second != g.gradient_func()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the gradient of function '", g.function_name(), "' is already '",
+                       it->second, "', not '", g.gradient_func(), "'"));
+    }
+  }
+  for (const auto* f : new_functions) *into->add_function() = *f;
+  for (const auto* g : new_gradients) *into->add_gradient() = *g;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GraphDef> CanonicalizeGraphDefForSession(
+    const GraphDef& def, const OpRegistry& registry, const LoweringOptions& lowering,
+    absl::flat_hash_map<std::string, std::string>* origin) {
   std::vector<std::string> warnings;
-  GR_ASSIGN_OR_RETURN(GraphDef out, CanonicalizeGraphDef(def, registry, &warnings, lowering));
+  GR_ASSIGN_OR_RETURN(GraphDef out,
+                      CanonicalizeGraphDef(def, registry, &warnings, lowering, origin));
   for (const std::string& w : warnings) std::cerr << "graphrun: warning: " << w << "\n";
   return out;
 }

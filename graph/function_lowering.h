@@ -124,16 +124,27 @@ bool HasLegacyUnknownPlaceholderShape(const tensorflow::NodeDef& node,
 // Nodes of ops the registry does not know are left for validation to name.
 // `lowering` bounds the inlining (servers pass their --max_graph_nodes and
 // --max_function_depth).
-absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDef(const tensorflow::GraphDef& def,
-                                                          const OpRegistry& registry,
-                                                          std::vector<std::string>* warnings,
-                                                          const LoweringOptions& lowering = {});
+// `origin`, when given, gains LoweredGraph::origin's entries (the nodes
+// inlined here); entries already there stay, so a session that extends its
+// lowered graph keeps them.
+absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDef(
+    const tensorflow::GraphDef& def, const OpRegistry& registry, std::vector<std::string>* warnings,
+    const LoweringOptions& lowering = {},
+    absl::flat_hash_map<std::string, std::string>* origin = nullptr);
+
+// Adds `add`'s functions and gradients to `into`, as a session's Extend
+// adds a graph's library to the session's: a function (or gradient) already
+// in `into` under the same name must be defined the same way, otherwise
+// InvalidArgument naming it.
+absl::Status MergeFunctionLibrary(const tensorflow::FunctionDefLibrary& add,
+                                  tensorflow::FunctionDefLibrary* into);
 
 // CanonicalizeGraphDef for sessions: each warning goes to stderr as one
 // line "graphrun: warning: ...".
 absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDefForSession(
     const tensorflow::GraphDef& def, const OpRegistry& registry,
-    const LoweringOptions& lowering = {});
+    const LoweringOptions& lowering = {},
+    absl::flat_hash_map<std::string, std::string>* origin = nullptr);
 
 }  // namespace graphrun
 

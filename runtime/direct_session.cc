@@ -97,16 +97,32 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
 
 DirectSession::~DirectSession() { Close().IgnoreError(); }
 
-absl::Status DirectSession::ValidateAndSetGraph(tensorflow::GraphDef def) {
+absl::Status DirectSession::ValidateAndSetGraph(tensorflow::GraphDef def,
+                                                tensorflow::FunctionDefLibrary library) {
   // Full validation (ops, attrs, edges, types, cycles, shapes) up front, so
   // a bad graph fails at Create with the node named.
-  GR_ASSIGN_OR_RETURN(def, CanonicalizeGraphDefForSession(def, *op_registry_));
-  GR_RETURN_IF_ERROR(GraphFromGraphDef(def, *op_registry_).status());
+  auto origin = std::make_shared<absl::flat_hash_map<std::string, std::string>>();
+  if (origin_ != nullptr) *origin = *origin_;
+  GR_ASSIGN_OR_RETURN(def, CanonicalizeGraphDefForSession(def, *op_registry_, {}, origin.get()));
+  GR_RETURN_IF_ERROR(
+      AnnotateLoweringError(GraphFromGraphDef(def, *op_registry_).status(), *origin));
   graph_def_ = std::move(def);
+  library_ = std::move(library);
+  origin_ = std::move(origin);
   has_graph_ = true;
   ++graph_version_;
   executors_.clear();
   return absl::OkStatus();
+}
+
+absl::Status DirectSession::Annotated(absl::Status s) {
+  if (s.ok()) return s;
+  std::shared_ptr<const absl::flat_hash_map<std::string, std::string>> origin;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    origin = origin_;
+  }
+  return origin == nullptr ? s : AnnotateLoweringError(s, *origin);
 }
 
 absl::Status DirectSession::Create(const tensorflow::GraphDef& graph) {
@@ -115,7 +131,9 @@ absl::Status DirectSession::Create(const tensorflow::GraphDef& graph) {
   if (has_graph_) {
     return absl::FailedPreconditionError("session already has a graph; use Extend");
   }
-  return ValidateAndSetGraph(graph);
+  tensorflow::FunctionDefLibrary library;
+  GR_RETURN_IF_ERROR(MergeFunctionLibrary(graph.library(), &library));
+  return ValidateAndSetGraph(graph, std::move(library));
 }
 
 absl::Status DirectSession::Extend(const tensorflow::GraphDef& graph) {
@@ -123,9 +141,12 @@ absl::Status DirectSession::Extend(const tensorflow::GraphDef& graph) {
   if (closed_) return absl::FailedPreconditionError("session is closed");
   tensorflow::GraphDef merged = graph_def_;
   for (const auto& n : graph.node()) *merged.add_node() = n;
-  merged.mutable_library()->MergeFrom(graph.library());
+  // The functions of earlier graphs stay callable, as in TensorFlow.
+  tensorflow::FunctionDefLibrary library = library_;
+  GR_RETURN_IF_ERROR(MergeFunctionLibrary(graph.library(), &library));
+  *merged.mutable_library() = library;
   if (!has_graph_) *merged.mutable_versions() = graph.versions();
-  return ValidateAndSetGraph(std::move(merged));
+  return ValidateAndSetGraph(std::move(merged), std::move(library));
 }
 
 absl::StatusOr<std::vector<DeviceAttributes>> DirectSession::ListDevices() {
@@ -209,8 +230,9 @@ absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const tensorflow::RunOpti
     feed_names.push_back(name);
     args.push_back(t);
   }
-  GR_ASSIGN_OR_RETURN(std::shared_ptr<ExecutorsAndKeys> ek,
-                      GetOrCreateExecutors(feed_names, fetches, targets));
+  auto executors = GetOrCreateExecutors(feed_names, fetches, targets);
+  if (!executors.ok()) return Annotated(executors.status());
+  std::shared_ptr<ExecutorsAndKeys> ek = *std::move(executors);
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].IsInitialized() || args[i].dtype() != ek->feed_types[i]) {
       return absl::InvalidArgumentError(
@@ -275,7 +297,7 @@ absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const tensorflow::RunOpti
     std::lock_guard<std::mutex> l(mu_);
     running_.erase(std::remove(running_.begin(), running_.end(), &cm), running_.end());
   }
-  if (!step_status.ok()) return step_status;
+  if (!step_status.ok()) return Annotated(step_status);
   if (metadata != nullptr) {
     if (trace) *metadata->mutable_step_stats() = std::move(step_stats);
     if (options.output_partition_graphs()) {

@@ -54,7 +54,12 @@ class DirectSession : public Session {
   absl::StatusOr<std::shared_ptr<ExecutorsAndKeys>> GetOrCreateExecutors(
       const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
       const std::vector<std::string>& targets);
-  absl::Status ValidateAndSetGraph(tensorflow::GraphDef def);
+  // `library`: every function the session was given, kept for later
+  // Extends (lowering inlines the calls and drops the library from `def`).
+  absl::Status ValidateAndSetGraph(tensorflow::GraphDef def,
+                                   tensorflow::FunctionDefLibrary library);
+  // `s` with a node inlined from a function named by its function.
+  absl::Status Annotated(absl::Status s);
 
   SessionOptions options_;
   const OpRegistry* op_registry_ = nullptr;
@@ -68,6 +73,10 @@ class DirectSession : public Session {
   bool has_graph_ = false;
   bool closed_ = false;
   tensorflow::GraphDef graph_def_;
+  tensorflow::FunctionDefLibrary library_;
+  // Where each node inlined from a function body came from, so placement
+  // and step errors name the function (AnnotateLoweringError).
+  std::shared_ptr<const absl::flat_hash_map<std::string, std::string>> origin_;
   int64_t graph_version_ = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<ExecutorsAndKeys>> executors_;
   // Where the graph's stateful nodes go in every run (PlaceStatefulNodes),

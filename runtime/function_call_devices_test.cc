@@ -174,7 +174,9 @@ TEST(TestAccelCallFrameTest, ABodyNodeOnAnotherTaskIsInlined) {
   if (st.ok()) st = (*hard)->Run({{"x", kX}}, {"c:0"}).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_THAT(std::string(st.message()), HasSubstr("'/job:ps/task:0'")) << st;
-  EXPECT_THAT(std::string(st.message()), HasSubstr("node 'c/m' (op MatMul)")) << st;
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("node 'c/m' of function 'mm' (called by 'c') (op MatMul)"))
+      << st;
 }
 
 // TensorFlow's function attrs that say where int32 arguments live

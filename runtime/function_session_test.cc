@@ -267,5 +267,52 @@ library { function {
   EXPECT_THAT(s.message(), HasSubstr("op type not registered 'Frobnicate'"));
 }
 
+// Errors found after Create, when a step is placed or run, name the
+// function of an inlined body node too: an impossible device and a
+// kernel's shape check, in a graph given at Create and one added by Extend.
+TEST(FunctionSessionTest, PlacementAndStepErrorsNameTheFunction) {
+  const char kBody[] = R"(
+library { function {
+  signature { name: "f" input_arg { name: "x" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+  node_def { name: "m" op: "MatMul" input: "x" input: "x" device: "/device:CPU:7"
+             attr { key: "T" value { type: DT_FLOAT } } }
+  ret { key: "y" value: "m:product:0" }
+}
+function {
+  signature { name: "g" input_arg { name: "x" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+  node_def { name: "m" op: "MatMul" input: "x" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+  ret { key: "y" value: "m:product:0" }
+} }
+)";
+  auto session = NewLocalSession(1);
+  ASSERT_TRUE(session
+                  ->Create(ParseGraph(std::string(R"(
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "placed" op: "f" input: "x" }
+)") + kBody))
+                  .ok());
+  Tensor square(DT_FLOAT, TensorShape({2, 2}));
+  auto out = session->Run({{"x", square}}, {"placed"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("node 'placed/m' of function 'f' (called by 'placed') (op MatMul): "
+                        "requested device '/device:CPU:7' matches no device"));
+
+  absl::Status extended =
+      session->Extend(ParseGraph(R"(node { name: "shaped" op: "g" input: "x" })"));
+  ASSERT_TRUE(extended.ok()) << extended;
+  Tensor row(DT_FLOAT, TensorShape({1, 3}));
+  out = session->Run({{"x", row}}, {"shaped"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("node 'shaped/m' of function 'g' (called by 'shaped')"));
+  // The first call's nodes keep their function after the Extend.
+  out = session->Run({{"x", square}}, {"placed"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("of function 'f' (called by 'placed')"));
+}
+
 }  // namespace
 }  // namespace graphrun

@@ -144,6 +144,61 @@ library {
   EXPECT_THAT(labels, ::testing::Not(HasSubstr("PartitionedCall"))) << labels;
 }
 
+// Over gRPC too: a body node that asks for a task the cluster lacks is an
+// error naming its function, and a function given at Create stays callable
+// from a graph added by Extend (TensorFlow keeps a session's library);
+// redefining it differently is refused, naming it.
+TEST_F(TrafficTest, ErrorsNameTheFunctionAndExtendKeepsTheLibrary) {
+  auto session = Connect();
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session
+                  ->Create(test::ParseGraph(R"(
+node { name: "x" op: "Const" device: "/job:worker/task:0"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 3 } } } }
+node { name: "far" op: "lost" input: "x" }
+library {
+  function {
+    signature { name: "lost" input_arg { name: "a" type: DT_FLOAT }
+                output_arg { name: "y" type: DT_FLOAT } }
+    node_def { name: "n" op: "Neg" input: "a" device: "/job:ps/task:5"
+               attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "y" value: "n:y:0" }
+  }
+  function {
+    signature { name: "twice" input_arg { name: "a" type: DT_FLOAT }
+                output_arg { name: "y" type: DT_FLOAT } }
+    node_def { name: "s" op: "AddV2" input: "a" input: "a" attr { key: "T" value { type: DT_FLOAT } } }
+    ret { key: "y" value: "s:z:0" }
+  }
+}
+)"))
+                  .ok());
+  auto r = session->Run({}, {"far"}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("node 'far/n' of function 'lost' (called by 'far') (op Neg)"));
+  EXPECT_THAT(r.status().message(), HasSubstr("/job:ps/task:5"));
+
+  absl::Status extended = session->Extend(test::ParseGraph(R"(
+node { name: "near" op: "twice" input: "x" device: "/job:worker/task:1" })"));
+  ASSERT_TRUE(extended.ok()) << extended;
+  r = session->Run({}, {"near"}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].DebugString(), "Tensor<float, []: 6>");
+
+  extended = session->Extend(test::ParseGraph(R"(
+library { function {
+  signature { name: "twice" input_arg { name: "a" type: DT_FLOAT }
+              output_arg { name: "y" type: DT_FLOAT } }
+  ret { key: "y" value: "a" }
+} })"));
+  EXPECT_EQ(extended.code(), absl::StatusCode::kInvalidArgument) << extended;
+  EXPECT_THAT(extended.message(), HasSubstr("function 'twice' is already defined, differently"));
+  ASSERT_TRUE(session->Close().ok());
+}
+
 TEST_F(TrafficTest, RunMetadataNamesEveryTransferAndPlacevizShowsExactBytes) {
   auto session = Connect();
   ASSERT_NE(session, nullptr);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "graph/proto/config.pb.h"
@@ -417,6 +418,38 @@ TEST(GraphrunCliTest, UnknownOp) {
   ASSERT_TRUE(WriteStringToFile(path, "node { name: \"z\" op: \"Frobnicate\" }\n").ok());
   ExpectError({"run", path, "--fetch", "z"}, 1,
               "InvalidArgument: node 'z': op type not registered 'Frobnicate'\n");
+}
+
+// A body node that asks for a device the machine lacks, and one whose
+// kernel rejects its shapes: found when the step is placed and run, after
+// the calls were inlined, and still named by their function.
+TEST(GraphrunCliTest, PlacementAndKernelErrorsNameTheFunction) {
+  const std::string call = R"(
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "c" op: "PartitionedCall" input: "x"
+  attr { key: "Tin" value { list { type: DT_FLOAT } } }
+  attr { key: "Tout" value { list { type: DT_FLOAT } } }
+  attr { key: "f" value { func { name: "f" } } } }
+library { function {
+  signature { name: "f" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+  node_def { name: "m" op: "MatMul" input: "a" input: "a" DEVICE attr { key: "T" value { type: DT_FLOAT } } }
+  ret { key: "y" value: "m:product:0" }
+} }
+)";
+  const std::string placed = TempPath("body_device.pbtxt");
+  ASSERT_TRUE(
+      WriteStringToFile(placed, absl::StrReplaceAll(call, {{"DEVICE", "device: '/device:CPU:7'"}}))
+          .ok());
+  ExpectError({"run", placed, "--feed", "x=[[1,2],[3,4]]", "--fetch", "c"}, 1,
+              "InvalidArgument: node 'c/m' of function 'f' (called by 'c') (op MatMul): requested "
+              "device '/device:CPU:7' matches no device; available devices: "
+              "/job:localhost/replica:0/task:0/device:CPU:0\n");
+  const std::string shaped = TempPath("body_shape.pbtxt");
+  ASSERT_TRUE(WriteStringToFile(shaped, absl::StrReplaceAll(call, {{"DEVICE", ""}})).ok());
+  Result r = Graphrun({"run", shaped, "--feed", "x=[[1,2,3]]", "--fetch", "c"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("InvalidArgument: node 'c/m' of function 'f' (called by 'c')"));
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
 }
 
 TEST(GraphrunCliTest, MissingFile) {

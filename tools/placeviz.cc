@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/text_format.h"
+#include "graph/function_lowering.h"
 #include "graph/graph.h"
 #include "graph/proto/config.pb.h"
 #include "graph/status.h"
@@ -430,9 +431,19 @@ absl::Status Emit(const ParsedFlags& flags, const std::string& text, std::ostrea
   return absl::OkStatus();
 }
 
+absl::Status RunOnGraph(const ParsedFlags& flags, const PlacementFlags& placement,
+                        const tensorflow::GraphDef& model, std::ostream& out);
+
 absl::Status Run(const ParsedFlags& flags, const PlacementFlags& placement, std::ostream& out) {
-  const std::string path = flags.positional()[0];
-  GR_ASSIGN_OR_RETURN(const tensorflow::GraphDef model, ReadModelGraph(path, std::cerr));
+  absl::flat_hash_map<std::string, std::string> origin;
+  GR_ASSIGN_OR_RETURN(const tensorflow::GraphDef model,
+                      ReadModelGraph(flags.positional()[0], std::cerr, &origin));
+  // Placement errors name an inlined node's function.
+  return AnnotateLoweringError(RunOnGraph(flags, placement, model, out), origin);
+}
+
+absl::Status RunOnGraph(const ParsedFlags& flags, const PlacementFlags& placement,
+                        const tensorflow::GraphDef& model, std::ostream& out) {
   const std::string format = flags.GetString("format", "text");
   std::string text;
   if (flags.Has("compare")) {

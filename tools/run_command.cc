@@ -185,14 +185,26 @@ absl::StatusOr<placement::PlacementReport> PlaceOnLocalDevices(
   return report;
 }
 
+namespace {
+absl::Status ExecuteGraphRun(const RunRequest& req, tensorflow::GraphDef def, std::ostream& out);
+}  // namespace
+
 absl::Status ExecuteRun(const RunRequest& req, std::ostream& out) {
   if (IsSavedModelDir(req.graph_path)) return ExecuteSavedModelRun(req, out);
   if (!req.signature.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--signature: '", req.graph_path, "' is not a SavedModel directory (no saved_model.pb)"));
   }
-  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def, ReadModelGraph(req.graph_path, std::cerr));
+  absl::flat_hash_map<std::string, std::string> origin;
+  GR_ASSIGN_OR_RETURN(tensorflow::GraphDef def, ReadModelGraph(req.graph_path, std::cerr, &origin));
+  // The session gets the lowered graph: its errors name inlined nodes'
+  // functions through `origin`.
+  return AnnotateLoweringError(ExecuteGraphRun(req, std::move(def), out), origin);
+}
 
+namespace {
+
+absl::Status ExecuteGraphRun(const RunRequest& req, tensorflow::GraphDef def, std::ostream& out) {
   NamedTensorList feeds;
   FeedResolver resolver(def);
   for (const auto& [name, value] : req.feeds) {
@@ -245,6 +257,8 @@ absl::Status ExecuteRun(const RunRequest& req, std::ostream& out) {
   out.flush();
   return absl::OkStatus();
 }
+
+}  // namespace
 
 int RunCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
   for (const std::string& a : args) {
