@@ -408,6 +408,14 @@ void RunStoppedTrainer(bool chief_stops, bool sync = false) {
   } else {
     std::cout << "the stop fell between two steps of the trainer\n";
   }
+  // The other trainer's errors since the stop (a --sync worker's step
+  // waiting on a token ends Aborted when the continued chief drops the
+  // queue; none otherwise).
+  for (size_t at = other_log.find("Aborted: ", before_other); at != std::string::npos;
+       at = other_log.find("Aborted: ", at + 1)) {
+    std::cout << "the other trainer: " << other_log.substr(at, other_log.find('\n', at) - at)
+              << "\n";
+  }
   std::cout << (chief_stops ? "chief" : "worker") << " stopped for " << stop_for.count()
             << " s after the checkpoint of step " << seen_checkpoint << "; a PS reported it after "
             << reported_ms << " ms; stopped trainer: " << victim_log.substr(victim_log.rfind('{'));
@@ -426,6 +434,11 @@ TEST(TfConfigTest, AsyncTrainingOutlivesAStoppedWorker) {
 TEST(TfConfigTest, SyncTrainingOutlivesAStoppedWorker) {
   if (!HaveData()) GTEST_SKIP() << "no " << kData;
   RunStoppedTrainer(/*chief_stops=*/false, /*sync=*/true);
+}
+
+TEST(TfConfigTest, SyncTrainingOutlivesAStoppedChief) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  RunStoppedTrainer(/*chief_stops=*/true, /*sync=*/true);
 }
 
 TEST(TfConfigTest, AsyncTrainingOutlivesAChiefRestart) {
