@@ -86,6 +86,24 @@ absl::Status Validate(const std::vector<const CollectiveArgs*>& m,
   return absl::OkStatus();
 }
 
+// InvalidArgument unless the members all run through one device backend
+// (NCCL) or all through host memory: a round cannot be split between the
+// two.
+absl::Status CheckBackends(const std::vector<const CollectiveArgs*>& m) {
+  for (size_t i = 1; i < m.size(); ++i) {
+    if (m[i]->backend == m[0]->backend) continue;
+    auto how = [](const CollectiveArgs& a) {
+      return a.backend != nullptr ? absl::StrCat("through ", a.backend->name(), " in device memory")
+                                  : std::string("through host memory");
+    };
+    return absl::InvalidArgumentError(absl::StrCat(
+        Describe(*m[i]), ": it runs ", how(*m[i]), " but ", Who(*m[0]), " runs ", how(*m[0]),
+        "; put every member on one kind of device, or give every member "
+        "communication_hint='ring' to meet in host memory"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 InProcessCollectives::InProcessCollectives(Runner runner)
@@ -281,8 +299,21 @@ void InProcessCollectives::Execute(std::shared_ptr<Round> round) {
     inputs.push_back(&x.input);
   }
   absl::Status valid = Validate(args, inputs);
+  if (valid.ok()) valid = CheckBackends(args);
   if (!valid.ok()) {
     for (Member& x : m) x.done(valid);
+    return;
+  }
+  if (DeviceCollectiveBackend* backend = m[0].args.backend; backend != nullptr) {
+    std::vector<DeviceCollectiveBackend::Member> members;
+    for (Member& x : m) {
+      // Each callback holds the round: its args and inputs live until
+      // the backend is done with every member.
+      members.push_back(
+          {&x.args, &x.input,
+           [round, done = std::move(x.done)](absl::StatusOr<Tensor> r) { done(std::move(r)); }});
+    }
+    backend->RunRound(std::move(members));
     return;
   }
   switch (m[0].args.type) {

@@ -3,7 +3,10 @@
 // last member of a run arrives, the result is computed once, in rank order
 // (members ranked by device name), chunk by chunk on the runner for large
 // tensors, and copied to each member's own output. So every member gets
-// bit-identical bytes, and no bytes go through a socket.
+// bit-identical bytes, and no bytes go through a socket. Members whose
+// tensors stay in accelerator memory (CollectiveArgs::backend, NCCL for
+// GPUs) meet here the same way, and their validated round runs through
+// that backend; a round mixing them with host members is InvalidArgument.
 //
 // Runs: the n-th run of an instance on a device in a step meets the n-th
 // run on the other members in the same step (members of one process run in
@@ -48,6 +51,9 @@ class InProcessCollectives final : public CollectiveExecutor {
 
   void Run(const CollectiveArgs& args, const Tensor& input, CancellationManager* cancel,
            DoneCallback done) override;
+  // Every member is in this process: a round whose members all name one
+  // DeviceCollectiveBackend (NCCL) runs there, in device memory.
+  bool RunsDeviceBackends() const override { return true; }
 
   // Elements per parallel chunk of a reduction (tests lower it).
   void set_chunk_elements(int64_t n) { chunk_elements_ = n; }

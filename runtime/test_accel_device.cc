@@ -61,14 +61,16 @@ class TestAccelMemory : public DeviceMemorySpace {
 class TestAccelDevice : public Device, public Accelerator {
  public:
   TestAccelDevice(DeviceAttributes attrs, std::shared_ptr<ThreadPool> pool,
-                  std::shared_ptr<ResourceMgr> rm)
+                  std::shared_ptr<ResourceMgr> rm, DeviceCollectiveBackend* backend)
       : Device(attrs, std::move(pool), std::move(rm)),
+        backend_(backend),
         memory_(std::make_shared<TestAccelMemory>(attrs.name, attrs.memory_limit)),
         compute_(std::make_unique<ThreadPool>("test_accel_compute", 1, 1)),
         host_to_device_(std::make_unique<ThreadPool>("test_accel_h2d", 1, 1)),
         device_to_host_(std::make_unique<ThreadPool>("test_accel_d2h", 1, 1)) {}
 
   Accelerator* accelerator() override { return this; }
+  DeviceCollectiveBackend* collective_backend() override { return backend_; }
 
   const DeviceMemorySpace* memory_space() const override { return memory_.get(); }
 
@@ -169,6 +171,7 @@ class TestAccelDevice : public Device, public Accelerator {
     return absl::OkStatus();
   }
 
+  DeviceCollectiveBackend* const backend_;
   std::shared_ptr<TestAccelMemory> memory_;
   std::atomic<int64_t> h2d_{0}, d2h_{0}, kernels_{0};
   // Declared last: destroyed first, so queued work finishes while the
@@ -199,7 +202,8 @@ class TestAccelDeviceFactory : public DeviceFactory {
       a.device_type = kDeviceTestAccel;
       a.memory_limit = options_.memory_limit;
       a.incarnation = NewIncarnation();
-      auto d = std::make_unique<TestAccelDevice>(a, pool, std::make_shared<ResourceMgr>(o.job));
+      auto d = std::make_unique<TestAccelDevice>(a, pool, std::make_shared<ResourceMgr>(o.job),
+                                                 options_.collective_backend);
       d->set_intra_op_parallelism(threads);
       d->set_file_access(o.file_access);
       devices.push_back(std::move(d));

@@ -19,6 +19,9 @@ namespace graphrun {
 struct TestAccelOptions {
   int available = 2;                        // devices the "machine" has
   int64_t memory_limit = int64_t{1} << 30;  // bytes per device
+  // The devices' Accelerator::collective_backend (not owned; outlives
+  // them): null, and collectives go through host memory, as without NCCL.
+  DeviceCollectiveBackend* collective_backend = nullptr;
 };
 
 // What a TEST_ACCEL device's allocator has seen.

@@ -8,7 +8,11 @@
 // device-to-host stream, the collective runs there as a CPU member's would
 // (the member is the accelerator device), and the result is copied back on
 // the host-to-device stream. So MirroredStrategy replicates over the
-// accelerators of a host without a device-to-device transport (NCCL).
+// accelerators of a host without a device-to-device transport. Where the
+// device has one (Accelerator::collective_backend: NCCL for GPUs), the
+// step's executor holds every member (in-process) and the
+// communication_hint is "auto" or the backend's name, the member's tensors
+// stay in device memory and the round runs through it.
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -70,7 +74,7 @@ class CollectiveOp : public AsyncOpKernel {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     std::vector<Tensor> in;
     for (int i = 0; i < kUsedInputs; ++i) in.push_back(ctx->input(i));
-    RunOnHost(ctx, std::move(in), [ctx, done = std::move(done)](absl::StatusOr<Tensor> r) {
+    RunMember(ctx, std::move(in), [ctx, done = std::move(done)](absl::StatusOr<Tensor> r) {
       if (!r.ok()) {
         done(r.status());
         return;
@@ -86,9 +90,12 @@ class CollectiveOp : public AsyncOpKernel {
   static constexpr int kUsedInputs = 4;
 
   // Runs this member's part with the op's first kUsedInputs inputs `in`,
-  // in host memory; `done` gets the result, in host memory.
-  void RunOnHost(OpKernelContext* ctx, std::vector<Tensor> in,
-                 std::function<void(absl::StatusOr<Tensor>)> done) {
+  // in host memory; `done` gets the result, in host memory. With a
+  // `backend`, the data input and the result are in `acc`'s memory instead
+  // (the scalars and the shape are host memory either way).
+  void RunMember(OpKernelContext* ctx, std::vector<Tensor> in,
+                 std::function<void(absl::StatusOr<Tensor>)> done, Accelerator* acc = nullptr,
+                 DeviceCollectiveBackend* backend = nullptr) {
     CollectiveExecutor* executor = ctx->collective_executor();
     if (executor == nullptr) {
       done(absl::FailedPreconditionError(
@@ -129,6 +136,8 @@ class CollectiveOp : public AsyncOpKernel {
     args.device = ctx->device()->name();
     args.step_id = ctx->step_id();
     args.node = name();
+    args.accelerator = backend != nullptr ? acc : nullptr;
+    args.backend = backend;
     Tensor input = recv ? Tensor() : std::move(in[0]);
     executor->Run(args, std::move(input), ctx->cancellation_manager(), std::move(done));
   }
@@ -155,6 +164,24 @@ class AcceleratorCollectiveOp : public CollectiveOp {
     Accelerator* acc = ctx->device()->accelerator();
     if (acc == nullptr) {
       done(Error("an accelerator collective kernel on a device without an accelerator"));
+      return;
+    }
+    // In device memory when the device has a transport of its own (NCCL),
+    // every member is in this process, and the hint allows it.
+    DeviceCollectiveBackend* backend = acc->collective_backend();
+    CollectiveExecutor* executor = ctx->collective_executor();
+    const std::string& hint = args().communication_hint;
+    if (backend != nullptr && executor != nullptr && executor->RunsDeviceBackends() &&
+        (hint == "auto" || hint.empty() || hint == backend->name())) {
+      std::vector<Tensor> in;
+      for (int i = 0; i < kUsedInputs; ++i) in.push_back(ctx->input(i));
+      RunMember(
+          ctx, std::move(in),
+          [ctx, done](absl::StatusOr<Tensor> r) {
+            if (r.ok()) ctx->set_output(0, std::move(*r));
+            done(r.status());
+          },
+          acc, backend);
       return;
     }
     // The result, back into device memory.
@@ -194,7 +221,7 @@ class AcceleratorCollectiveOp : public CollectiveOp {
         to_device(staged->status);
         return;
       }
-      RunOnHost(ctx, std::move(staged->in), to_device);
+      RunMember(ctx, std::move(staged->in), to_device);
     };
     for (int i = 0; i < kUsedInputs; ++i) {
       const Tensor& t = ctx->input(i);

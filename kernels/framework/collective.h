@@ -18,12 +18,16 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "graph/tensor.h"
 #include "kernels/framework/cancellation.h"
 
 namespace graphrun {
+
+class Accelerator;
+class DeviceCollectiveBackend;
 
 enum class CollectiveType { kReduce, kGather, kBroadcastSend, kBroadcastRecv };
 enum class CollectiveMerge { kAdd, kMul, kMin, kMax };
@@ -61,6 +65,33 @@ struct CollectiveArgs {
   std::string device;   // the member's device, full name
   int64_t step_id = 0;  // the step running it
   std::string node;     // the op's node, for errors
+  // Set when the member's input (and result) stay in its accelerator's
+  // memory and the round runs through `backend` (NCCL for GPUs); null for
+  // members in host memory. Only executors that RunsDeviceBackends() see
+  // them.
+  Accelerator* accelerator = nullptr;
+  DeviceCollectiveBackend* backend = nullptr;
+};
+
+// A transport that runs whole rounds in device memory (NCCL between the
+// GPUs of one process). An in-process executor gathers a round's members
+// as for host memory, validates them (types, shapes, senders), and hands
+// the round to the backend when every member names it.
+class DeviceCollectiveBackend {
+ public:
+  struct Member {
+    const CollectiveArgs* args;  // args->accelerator holds `input`
+    const Tensor* input;         // device memory; empty for kBroadcastRecv
+    std::function<void(absl::StatusOr<Tensor>)> done;
+  };
+  virtual ~DeviceCollectiveBackend() = default;
+  // "nccl"; a communication_hint of this name asks for it.
+  virtual const std::string& name() const = 0;
+  // Runs one validated round; `members` are in rank order (by device
+  // name). Calls each member's `done` exactly once with its result, a new
+  // tensor in its device's memory (ordered before the device's later
+  // work), or an error naming the round.
+  virtual void RunRound(std::vector<Member> members) = 0;
 };
 
 class CollectiveExecutor {
@@ -77,6 +108,9 @@ class CollectiveExecutor {
   // (may be null) cancels first, Unavailable when a member's task is gone.
   virtual void Run(const CollectiveArgs& args, const Tensor& input, CancellationManager* cancel,
                    DoneCallback done) = 0;
+  // Whether members with a DeviceCollectiveBackend (args.backend) may
+  // come here: every member of its rounds is in this process.
+  virtual bool RunsDeviceBackends() const { return false; }
 };
 
 }  // namespace graphrun

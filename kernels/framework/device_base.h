@@ -15,6 +15,7 @@
 
 namespace graphrun {
 
+class DeviceCollectiveBackend;  // kernels/framework/collective.h
 class FileAccessPolicy;
 
 // Whether tensors of `dtype` can live in an accelerator's memory: numbers
@@ -51,6 +52,10 @@ class Accelerator {
   virtual void CopyDeviceToHost(const Tensor& device, const Tensor& host, StatusCallback done) = 0;
   // Runs `fn` on the compute stream after the work enqueued before it.
   virtual void EnqueueCompute(std::function<void()> fn) = 0;
+  // The transport that runs collectives among this kind of device in
+  // device memory (NCCL for GPUs; kernels/framework/collective.h); null
+  // when there is none, and the collectives go through host memory.
+  virtual DeviceCollectiveBackend* collective_backend() { return nullptr; }
 };
 
 constexpr char kDeviceCpu[] = "CPU";
