@@ -4,6 +4,8 @@
 // work enqueued before it), cuBLAS and cuDNN bound to the compute stream,
 // and an event poller thread that runs completion callbacks once the GPU
 // reached them (never inside a CUDA callback, so they may call CUDA again).
+// Collectives among the GPUs of the process run through NCCL
+// (kernels/gpu/nccl_backend.h).
 //
 // The CUDA runtime is linked statically: on a machine without a driver or
 // a GPU the factory prints one line and the process runs on the CPU.
@@ -25,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
 #include "kernels/gpu/gpu_accelerator.h"
+#include "kernels/gpu/nccl_backend.h"
 #include "runtime/bfc_allocator.h"
 #include "runtime/device_factory.h"
 
@@ -176,6 +179,7 @@ class GpuDevice : public Device, public GpuAccelerator {
     }
     cudnnSetStream(d->cudnn_, d->compute_);
     d->poller_ = std::make_unique<EventPoller>(ordinal);
+    d->nccl_ = NcclCollectiveBackend();
     return d;
   }
 
@@ -193,6 +197,7 @@ class GpuDevice : public Device, public GpuAccelerator {
   }
 
   Accelerator* accelerator() override { return this; }
+  DeviceCollectiveBackend* collective_backend() override { return nccl_; }
   const DeviceMemorySpace* memory_space() const override { return memory_.get(); }
   int ordinal() const override { return ordinal_; }
   cudaStream_t compute_stream() override { return compute_; }
@@ -304,6 +309,7 @@ class GpuDevice : public Device, public GpuAccelerator {
   cudnnHandle_t cudnn_ = nullptr;
   std::mutex cudnn_mu_;
   std::unique_ptr<EventPoller> poller_;
+  DeviceCollectiveBackend* nccl_ = nullptr;  // the process's; null without NCCL
 };
 
 class GpuDeviceFactory : public DeviceFactory {

@@ -260,11 +260,16 @@ absl::StatusOr<TrainStep> MirroredStrategy::BuildTrainStep(
   local.devices = devices_;
   GR_ASSIGN_OR_RETURN(TrainStep step, BuildAllReduceTrainStep(root, local, n, options_, model_fn,
                                                               optimizer_fn, global_step));
-  // The replicas meet in this process's memory, whatever the hint
-  // (accelerators' data staged through the host).
-  step.plan.algorithm = device_type_ == "CPU"
-                            ? "shared memory"
-                            : absl::StrCat("shared memory (", device_type_, " through the host)");
+  // The replicas meet in this process, whatever the hint: GPUs through
+  // NCCL in device memory where it loads, other accelerators' data staged
+  // through the host.
+  if (device_type_ == "CPU") {
+    step.plan.algorithm = "shared memory";
+  } else if (device_type_ == "GPU") {
+    step.plan.algorithm = "NCCL in GPU memory (through the host where NCCL does not load)";
+  } else {
+    step.plan.algorithm = absl::StrCat("shared memory (", device_type_, " through the host)");
+  }
   return step;
 }
 

@@ -21,6 +21,10 @@
 #include "runtime/device_factory.h"
 #include "runtime/direct_session.h"
 
+#ifdef GRAPHRUN_CUDA
+#include "kernels/gpu/nccl_backend.h"
+#endif
+
 namespace graphrun {
 namespace {
 
@@ -631,6 +635,111 @@ TEST(GpuTest, MlpTrainsOnTheGpuAsOnTheCpu) {
   // The variables live on the GPU: their reads and updates run there.
   EXPECT_EQ(ops["ResourceApplyGradientDescent"], 6);
   EXPECT_GE(ops["ReadVariableOp"], 6);
+}
+
+// NCCL (kernels/gpu/nccl_backend.h): collectives of GPU members of one
+// session. GPU count of this machine, 0 without one.
+int GpuCount() {
+  const DeviceFactory* f = DefaultDeviceFactoryRegistry().Find("GPU");
+  absl::StatusOr<int> n = f == nullptr ? absl::StatusOr<int>(0) : f->CountAvailable();
+  return n.ok() ? *n : 0;
+}
+
+// Members on GPU:0..n-1, member k with [2, 3] values k*10 + i: a mean
+// all-reduce, a gather and a broadcast from GPU:0, over group 1 of n.
+std::string CollectiveGraph(int n) {
+  auto scalar = [](const std::string& name, int v) {
+    return absl::StrCat("node { name: '", name,
+                        "' op: 'Const' device: '/device:CPU:0' attr { key: 'dtype' value { type: "
+                        "DT_INT32 } } attr { key: 'value' value { tensor { dtype: DT_INT32 "
+                        "tensor_shape {} int_val: ",
+                        v, " } } } }\n");
+  };
+  std::string g = absl::StrCat(scalar("size", n), scalar("key", 1), scalar("i_reduce", 1),
+                               scalar("i_gather", 2), scalar("i_bcast", 3));
+  g += "node { name: 'shape' op: 'Const' device: '/device:CPU:0' attr { key: 'dtype' value { type: "
+       "DT_INT32 } } attr { key: 'value' value { tensor { dtype: DT_INT32 tensor_shape { dim { "
+       "size: 2 } } int_val: 2 int_val: 3 } } } }\n";
+  const std::string common =
+      "attr { key: 'T' value { type: DT_FLOAT } } attr { key: 'timeout_seconds' value { f: 60 } }";
+  for (int k = 0; k < n; ++k) {
+    const std::string dev = absl::StrCat("/device:GPU:", k);
+    std::string values;
+    for (int i = 0; i < 6; ++i) absl::StrAppend(&values, " float_val: ", k * 10 + i);
+    absl::StrAppend(&g, "node { name: 'x", k, "' op: 'Const' device: '", dev,
+                    "' attr { key: 'dtype' value { type: DT_FLOAT } } attr { key: 'value' value { "
+                    "tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } dim { size: 3 } } ",
+                    values, " } } } }\n");
+    absl::StrAppend(&g, "node { name: 'r", k, "' op: 'CollectiveReduceV2' device: '", dev,
+                    "' input: 'x", k,
+                    "' input: 'size' input: 'key' input: 'i_reduce' attr { key: 'merge_op' value "
+                    "{ s: 'Add' } } attr { key: 'final_op' value { s: 'Div' } } ",
+                    common, " }\n");
+    absl::StrAppend(&g, "node { name: 'g", k, "' op: 'CollectiveGatherV2' device: '", dev,
+                    "' input: 'x", k, "' input: 'size' input: 'key' input: 'i_gather' ", common,
+                    " }\n");
+    if (k == 0) {
+      absl::StrAppend(&g, "node { name: 'b0' op: 'CollectiveBcastSendV2' device: '", dev,
+                      "' input: 'x0' input: 'size' input: 'key' input: 'i_bcast' ", common, " }\n");
+    } else {
+      absl::StrAppend(&g, "node { name: 'b", k, "' op: 'CollectiveBcastRecvV2' device: '", dev,
+                      "' input: 'size' input: 'key' input: 'i_bcast' input: 'shape' ", common,
+                      " }\n");
+    }
+  }
+  return g;
+}
+
+// Runs CollectiveGraph(n) on n GPUs and checks every member's results.
+void RunCollectivesOnGpus(int n) {
+#ifdef GRAPHRUN_CUDA
+  const int64_t rounds_before = NcclRoundsRun();
+#endif
+  SessionOptions so;
+  (*so.config.mutable_device_count())["GPU"] = n;
+  auto s = DirectSession::Create(so);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE((*s)->Create(test::ParseGraph(CollectiveGraph(n))).ok());
+  std::vector<std::string> fetches;
+  for (int k = 0; k < n; ++k) {
+    for (const char* p : {"r", "g", "b"}) fetches.push_back(absl::StrCat(p, k));
+  }
+  for (int step = 0; step < 3; ++step) {
+    auto out = (*s)->Run({}, fetches, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (int k = 0; k < n; ++k) {
+      const Tensor& r = (*out)[3 * k];
+      const Tensor& g = (*out)[3 * k + 1];
+      const Tensor& b = (*out)[3 * k + 2];
+      ASSERT_EQ(r.shape().DebugString(), "[2,3]");
+      ASSERT_EQ(g.shape().DebugString(), absl::StrCat("[", 2 * n, ",3]"));
+      ASSERT_EQ(b.shape().DebugString(), "[2,3]");
+      for (int i = 0; i < 6; ++i) {
+        // The mean of k*10 + i over k.
+        EXPECT_FLOAT_EQ(r.flat<float>()[i], 5.0f * (n - 1) + i) << k << " " << i;
+        EXPECT_EQ(b.flat<float>()[i], static_cast<float>(i)) << k << " " << i;
+        for (int m = 0; m < n; ++m) {
+          EXPECT_EQ(g.flat<float>()[m * 6 + i], static_cast<float>(m * 10 + i)) << k;
+        }
+      }
+    }
+  }
+#ifdef GRAPHRUN_CUDA
+  // Three rounds a step, all through NCCL.
+  EXPECT_EQ(NcclRoundsRun() - rounds_before, 9);
+#endif
+}
+
+TEST(GpuTest, NcclCollectivesOnOneGpu) {
+  REQUIRE_GPU();
+  RunCollectivesOnGpus(1);
+}
+
+TEST(GpuTest, NcclCollectivesAcrossGpus) {
+  REQUIRE_GPU();
+  const int n = GpuCount();
+  if (n < 2) GTEST_SKIP() << "NCCL between GPUs needs two; this machine has " << n;
+  RunCollectivesOnGpus(std::min(n, 4));
 }
 
 }  // namespace

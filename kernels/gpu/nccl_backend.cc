@@ -1,0 +1,255 @@
+#include "kernels/gpu/nccl_backend.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/gpu/gpu_accelerator.h"
+
+namespace graphrun {
+namespace {
+
+std::atomic<int64_t> rounds_run{0};
+
+// "collective reduce of group 1 instance 7 over GPU:0, GPU:1".
+std::string Describe(const DeviceCollectiveBackend::Member& m, const std::vector<int>& ordinals) {
+  const CollectiveArgs& a = *m.args;
+  std::vector<std::string> gpus;
+  for (int o : ordinals) gpus.push_back(absl::StrCat("GPU:", o));
+  return absl::StrCat("collective ", CollectiveTypeName(a.type), " of group ", a.group_key,
+                      " instance ", a.instance_key, " through NCCL (", absl::StrJoin(gpus, ", "),
+                      ")");
+}
+
+absl::StatusOr<ncclDataType_t> NcclType(DataType t) {
+  switch (t) {
+    case DT_FLOAT:
+      return ncclFloat32;
+    case DT_DOUBLE:
+      return ncclFloat64;
+    case DT_HALF:
+      return ncclFloat16;
+    case DT_BFLOAT16:
+      return ncclBfloat16;
+    case DT_INT32:
+      return ncclInt32;
+    case DT_INT64:
+      return ncclInt64;
+    case DT_INT8:
+      return ncclInt8;
+    case DT_UINT8:
+    case DT_BOOL:  // one byte; broadcast and gather only (bools do not reduce)
+      return ncclUint8;
+    default:
+      return absl::UnimplementedError(absl::StrCat("NCCL has no type for ", DataTypeString(t)));
+  }
+}
+
+absl::StatusOr<ncclRedOp_t> NcclOp(const CollectiveArgs& a) {
+  const bool floating =
+      a.dtype == DT_FLOAT || a.dtype == DT_DOUBLE || a.dtype == DT_HALF || a.dtype == DT_BFLOAT16;
+  if (a.final_op == CollectiveFinal::kDiv) {
+    if (a.merge_op == CollectiveMerge::kAdd && floating) return ncclAvg;
+    return absl::UnimplementedError(absl::StrCat(
+        "final_op Div through NCCL needs merge_op Add on a floating type (",
+        DataTypeString(a.dtype), "); give communication_hint='ring' to reduce in host memory"));
+  }
+  switch (a.merge_op) {
+    case CollectiveMerge::kAdd:
+      return ncclSum;
+    case CollectiveMerge::kMul:
+      return ncclProd;
+    case CollectiveMerge::kMin:
+      return ncclMin;
+    case CollectiveMerge::kMax:
+      return ncclMax;
+  }
+  return absl::InvalidArgumentError("unknown merge_op");
+}
+
+class NcclBackend final : public DeviceCollectiveBackend {
+ public:
+  const std::string& name() const override { return name_; }
+
+  void RunRound(std::vector<Member> members) override {
+    std::vector<Tensor> out;
+    absl::Status s = Run(members, &out);
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (s.ok()) {
+        members[i].done(std::move(out[i]));
+      } else {
+        members[i].done(s);
+      }
+    }
+  }
+
+ private:
+  absl::Status Run(const std::vector<Member>& m, std::vector<Tensor>* out) {
+    const size_t n = m.size();
+    const CollectiveArgs& a = *m[0].args;
+    std::vector<GpuAccelerator*> gpus;
+    std::vector<int> ordinals;
+    for (const Member& x : m) {
+      auto* gpu = dynamic_cast<GpuAccelerator*>(x.args->accelerator);
+      if (gpu == nullptr) {
+        return absl::InternalError(absl::StrCat("collective of group ", a.group_key, " instance ",
+                                                a.instance_key, ": member ", x.args->device,
+                                                " is no GPU, yet came to NCCL"));
+      }
+      gpus.push_back(gpu);
+      ordinals.push_back(gpu->ordinal());
+    }
+    const std::string what = Describe(m[0], ordinals);
+    auto fail = [&](const absl::Status& s) {
+      return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+    };
+    absl::StatusOr<ncclDataType_t> type = NcclType(a.dtype);
+    if (!type.ok()) return fail(type.status());
+    ncclRedOp_t op = ncclSum;
+    if (a.type == CollectiveType::kReduce) {
+      absl::StatusOr<ncclRedOp_t> o = NcclOp(a);
+      if (!o.ok()) return fail(o.status());
+      op = *o;
+    }
+    // The result's shape (validated by the executor: equal for a
+    // reduction, equal but for dimension 0 for a gather, the sender's for
+    // a broadcast).
+    size_t sender = 0;
+    TensorShape shape;
+    std::vector<int64_t> rows;  // gather: each rank's elements
+    if (a.type == CollectiveType::kReduce) {
+      shape = m[0].input->shape();
+    } else if (a.type == CollectiveType::kGather) {
+      int64_t total = 0;
+      for (const Member& x : m) {
+        total += x.input->dim_size(0);
+        rows.push_back(x.input->NumElements());
+      }
+      shape = m[0].input->shape();
+      shape.set_dim(0, total);
+    } else {
+      while (sender < n && m[sender].args->type != CollectiveType::kBroadcastSend) ++sender;
+      if (sender == n) return fail(absl::InternalError("a broadcast without a sender"));
+      shape = m[sender].input->shape();
+    }
+    out->clear();
+    for (size_t i = 0; i < n; ++i) {
+      absl::StatusOr<Tensor> t = gpus[i]->AllocateDevice(a.dtype, shape, absl::StrCat(what, ": "));
+      if (!t.ok()) return t.status();
+      out->push_back(*std::move(t));
+    }
+    const size_t count = static_cast<size_t>(shape.num_elements());
+    if (count == 0) {
+      rounds_run.fetch_add(1);
+      return absl::OkStatus();
+    }
+    const size_t elem = static_cast<size_t>(DataTypeSize(a.dtype));
+
+    std::lock_guard<std::mutex> l(mu_);
+    absl::StatusOr<std::vector<ncclComm_t>*> comms = Comms(ordinals);
+    if (!comms.ok()) return fail(comms.status());
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) return fail(NcclError("ncclGroupStart", r, nullptr));
+    absl::Status first;
+    auto check = [&](const char* call, ncclResult_t e, ncclComm_t comm) {
+      if (e != ncclSuccess && first.ok()) first = NcclError(call, e, comm);
+      return e == ncclSuccess;
+    };
+    for (size_t i = 0; i < n && first.ok(); ++i) {
+      ncclComm_t comm = (**comms)[i];
+      cudaStream_t stream = gpus[i]->compute_stream();
+      char* dst = (*out)[i].raw_data();
+      switch (a.type) {
+        case CollectiveType::kReduce:
+          check("ncclAllReduce",
+                ncclAllReduce(m[i].input->raw_data(), dst, count, *type, op, comm, stream), comm);
+          break;
+        case CollectiveType::kGather: {
+          // Rank k's rows go to the same place in every output.
+          size_t offset = 0;
+          for (size_t k = 0; k < n && first.ok(); ++k) {
+            const size_t c = static_cast<size_t>(rows[k]);
+            if (c > 0) {
+              const void* src = k == i ? m[i].input->raw_data() : dst + offset * elem;
+              check("ncclBroadcast",
+                    ncclBroadcast(src, dst + offset * elem, c, *type, static_cast<int>(k), comm,
+                                  stream),
+                    comm);
+            }
+            offset += c;
+          }
+          break;
+        }
+        case CollectiveType::kBroadcastSend:
+        case CollectiveType::kBroadcastRecv: {
+          const void* src = i == sender ? m[i].input->raw_data() : dst;
+          check("ncclBroadcast",
+                ncclBroadcast(src, dst, count, *type, static_cast<int>(sender), comm, stream),
+                comm);
+          break;
+        }
+      }
+    }
+    r = ncclGroupEnd();
+    check("ncclGroupEnd", r, nullptr);
+    if (!first.ok()) return fail(first);
+    rounds_run.fetch_add(1);
+    return absl::OkStatus();
+  }
+
+  static absl::Status NcclError(const char* call, ncclResult_t e, ncclComm_t comm) {
+    std::string detail = comm != nullptr ? ncclGetLastError(comm) : "";
+    return absl::InternalError(absl::StrCat(call, ": ", ncclGetErrorString(e),
+                                            detail.empty() ? "" : absl::StrCat(" (", detail, ")")));
+  }
+
+  // The communicators of the GPUs `ordinals` (rank i on ordinals[i]),
+  // made at their first round. REQUIRES: mu_ held.
+  absl::StatusOr<std::vector<ncclComm_t>*> Comms(const std::vector<int>& ordinals) {
+    auto it = comms_.find(ordinals);
+    if (it != comms_.end()) return &it->second;
+    std::vector<ncclComm_t> comms(ordinals.size(), nullptr);
+    ncclResult_t r =
+        ncclCommInitAll(comms.data(), static_cast<int>(ordinals.size()), ordinals.data());
+    if (r != ncclSuccess) return NcclError("ncclCommInitAll", r, nullptr);
+    return &comms_.emplace(ordinals, std::move(comms)).first->second;
+  }
+
+  const std::string name_ = "nccl";
+  std::mutex mu_;
+  // Kept for the process: a GPU set's communicator serves every session.
+  std::map<std::vector<int>, std::vector<ncclComm_t>> comms_;
+};
+
+}  // namespace
+
+DeviceCollectiveBackend* NcclCollectiveBackend() {
+  static DeviceCollectiveBackend* const backend = []() -> DeviceCollectiveBackend* {
+    const char* env = std::getenv("GRAPHRUN_NCCL");
+    if (env != nullptr && std::string(env) == "0") return nullptr;
+    int version = 0;
+    ncclResult_t r = ncclGetVersion(&version);
+    if (r != ncclSuccess) {
+      std::fprintf(stderr,
+                   "graphrun: NCCL does not load (%s); GPU collectives go through host memory\n",
+                   ncclGetErrorString(r));
+      return nullptr;
+    }
+    return new NcclBackend();
+  }();
+  return backend;
+}
+
+int64_t NcclRoundsRun() { return rounds_run.load(); }
+
+}  // namespace graphrun

@@ -1,0 +1,38 @@
+// NCCL between the GPUs of one process: the GPU device's
+// DeviceCollectiveBackend (kernels/framework/collective.h). The session's
+// in-process executor meets a round's members (MirroredStrategy's
+// replicas, one per GPU) and validates them; the round then runs as one
+// NCCL group call:
+//   reduce     ncclAllReduce (merge Add/Mul/Min/Max; Add then Div is
+//              ncclAvg, for floating types)
+//   gather     one ncclBroadcast per rank into its rows of every member's
+//              output (members may differ in dimension 0, as on the CPU)
+//   broadcast  ncclBroadcast from the sender's rank
+// A communicator per set of GPUs (ncclCommInitAll at the set's first
+// round, kept for the process). Each rank's call is enqueued on its GPU's
+// compute stream, so the result is ordered before that GPU's later
+// kernels and copies like any kernel's output, and each member completes
+// once its work is enqueued. Rounds are enqueued under one lock, so the
+// collectives of every communicator come in the same order on each GPU.
+//
+// GRAPHRUN_NCCL=0 turns it off: the GPUs' collectives then go through
+// host memory, as on a build without NCCL.
+#ifndef GRAPHRUN_KERNELS_GPU_NCCL_BACKEND_H_
+#define GRAPHRUN_KERNELS_GPU_NCCL_BACKEND_H_
+
+#include <cstdint>
+
+#include "kernels/framework/collective.h"
+
+namespace graphrun {
+
+// The process's NCCL backend; null when GRAPHRUN_NCCL=0 or NCCL does not
+// load (the reason goes to stderr once).
+DeviceCollectiveBackend* NcclCollectiveBackend();
+
+// Rounds the NCCL backend ran since the process started (tests).
+int64_t NcclRoundsRun();
+
+}  // namespace graphrun
+
+#endif  // GRAPHRUN_KERNELS_GPU_NCCL_BACKEND_H_
