@@ -5,13 +5,17 @@
 // and an event poller thread that runs completion callbacks once the GPU
 // reached them (never inside a CUDA callback, so they may call CUDA again).
 // Collectives among the GPUs of the process run through NCCL
-// (kernels/gpu/nccl_backend.h).
+// (kernels/gpu/nccl_backend.h). The host side of device-to-host copies
+// (a _Send to the host, a collective staged through it) is page-locked
+// memory from one pinned BFC allocator per process, so the copy is a DMA
+// the driver need not stage.
 //
 // The CUDA runtime is linked statically: on a machine without a driver or
 // a GPU the factory prints one line and the process runs on the CPU.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/memory_budget.h"
 #include "graph/status.h"
 #include "kernels/gpu/gpu_accelerator.h"
 #include "kernels/gpu/nccl_backend.h"
@@ -120,6 +125,29 @@ class CudaSubAllocator : public SubAllocator {
  private:
   int ordinal_;
 };
+
+// Page-locked host memory (cudaHostAlloc, portable: every GPU may DMA to
+// and from it), for the host side of copies.
+class PinnedSubAllocator : public SubAllocator {
+ public:
+  void* Alloc(size_t bytes) override {
+    void* p = nullptr;
+    return cudaHostAlloc(&p, bytes, cudaHostAllocPortable) == cudaSuccess ? p : nullptr;
+  }
+  void Free(void* p, size_t) override { cudaFreeHost(p); }
+};
+
+// The process's pinned host memory: regions as needed, up to a quarter of
+// physical memory (at most 16 GiB); beyond it copies use ordinary memory.
+BfcAllocator& PinnedHostAllocator() {
+  static BfcAllocator* const allocator = [] {
+    BfcAllocatorOptions o;
+    o.memory_limit = std::min<int64_t>(PhysicalMemoryBytes() / 4, int64_t{16} << 30);
+    o.allow_growth = true;
+    return new BfcAllocator(std::make_unique<PinnedSubAllocator>(), o);
+  }();
+  return *allocator;
+}
 
 class GpuMemory : public DeviceMemorySpace {
  public:
@@ -234,6 +262,34 @@ class GpuDevice : public Device, public GpuAccelerator {
     }
     auto buffer = std::make_shared<TensorBuffer>(
         p, bytes, [memory, p] { memory->allocator().Deallocate(p); }, memory.get());
+    return Tensor(dtype, shape, buffer, static_cast<char*>(p));
+  }
+
+  // Pinned when the pinned allocator has room, ordinary memory otherwise;
+  // counted in the process's memory budget either way.
+  absl::StatusOr<Tensor> AllocateHostForCopy(DataType dtype, const TensorShape& shape,
+                                             absl::string_view context) override {
+    const int64_t n = shape.num_elements();
+    const int64_t size = DataTypeSize(dtype);
+    if (!FixedSizeDeviceType(dtype) || n <= 0 || size > (int64_t{1} << 62) / n) {
+      return Tensor::Allocate(dtype, shape, context);
+    }
+    const int64_t bytes = n * size;
+    const std::string what =
+        absl::StrCat("a pinned ", DataTypeString(dtype), " tensor of shape ", shape.DebugString());
+    absl::Status reserved = memory_internal::Reserve(bytes, true, what);
+    if (!reserved.ok()) {
+      return absl::Status(reserved.code(), absl::StrCat(context, reserved.message()));
+    }
+    void* p = PinnedHostAllocator().Allocate(static_cast<size_t>(bytes));
+    if (p == nullptr) {
+      memory_internal::Release(bytes);
+      return Tensor::Allocate(dtype, shape, context);
+    }
+    auto buffer = std::make_shared<TensorBuffer>(p, static_cast<size_t>(bytes), [p, bytes] {
+      PinnedHostAllocator().Deallocate(p);
+      memory_internal::Release(bytes);
+    });
     return Tensor(dtype, shape, buffer, static_cast<char*>(p));
   }
 

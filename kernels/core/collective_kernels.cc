@@ -229,11 +229,17 @@ class AcceleratorCollectiveOp : public CollectiveOp {
         staged->in[i] = t;
         continue;
       }
-      staged->in[i] = Tensor(t.dtype(), t.shape());
       {
         std::lock_guard<std::mutex> l(staged->mu);
         ++staged->pending;
       }
+      absl::StatusOr<Tensor> host =
+          acc->AllocateHostForCopy(t.dtype(), t.shape(), absl::StrCat("node '", name(), "': "));
+      if (!host.ok()) {
+        one_done(host.status());
+        continue;
+      }
+      staged->in[i] = *std::move(host);
       acc->CopyDeviceToHost(t, staged->in[i], one_done);
     }
     one_done(absl::OkStatus());

@@ -129,7 +129,7 @@ class AcceleratorSendOp : public AsyncOpKernel {
       return;
     }
     absl::StatusOr<Tensor> host =
-        Tensor::Allocate(value.dtype(), value.shape(), absl::StrCat("node '", node, "': "));
+        acc->AllocateHostForCopy(value.dtype(), value.shape(), absl::StrCat("node '", node, "': "));
     if (!host.ok()) {
       done(host.status());
       return;

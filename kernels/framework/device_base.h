@@ -44,6 +44,14 @@ class Accelerator {
   // over the device's memory limit; InvalidArgument when !CanHold(dtype).
   virtual absl::StatusOr<Tensor> AllocateDevice(DataType dtype, const TensorShape& shape,
                                                 absl::string_view context) = 0;
+  // A host-memory tensor to copy this device's tensors into (and back
+  // from): page-locked memory where the device has it (a GPU's DMA then
+  // needs no staging), ordinary memory otherwise. Counted in the process's
+  // memory budget like Tensor::Allocate, and refused the same way.
+  virtual absl::StatusOr<Tensor> AllocateHostForCopy(DataType dtype, const TensorShape& shape,
+                                                     absl::string_view context) {
+    return Tensor::Allocate(dtype, shape, context);
+  }
   // Copies `host` into `device` (allocated here, same dtype and size) on
   // the host-to-device stream.
   virtual void CopyHostToDevice(const Tensor& host, const Tensor& device, StatusCallback done) = 0;

@@ -22,6 +22,8 @@
 #include "runtime/direct_session.h"
 
 #ifdef GRAPHRUN_CUDA
+#include <cuda_runtime_api.h>
+
 #include "kernels/gpu/nccl_backend.h"
 #endif
 
@@ -636,6 +638,26 @@ TEST(GpuTest, MlpTrainsOnTheGpuAsOnTheCpu) {
   EXPECT_EQ(ops["ResourceApplyGradientDescent"], 6);
   EXPECT_GE(ops["ReadVariableOp"], 6);
 }
+
+#ifdef GRAPHRUN_CUDA
+// A GPU result fetched by the client came through a device-to-host copy
+// into page-locked memory (the GPU device's pinned allocator); a CPU
+// result lies in ordinary memory.
+TEST(GpuTest, DeviceToHostCopiesLandInPinnedMemory) {
+  REQUIRE_GPU();
+  std::mt19937 rng(3);
+  Case c{"Relu", {Random({64, 64}, rng)}, {{"T", Type(DT_FLOAT)}}};
+  auto gpu = RunOn(c, "/device:GPU:0");
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  cudaPointerAttributes attr;
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, (*gpu)[0].raw_data()), cudaSuccess);
+  EXPECT_EQ(attr.type, cudaMemoryTypeHost);
+  auto cpu = RunOn(c, "/device:CPU:0");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, (*cpu)[0].raw_data()), cudaSuccess);
+  EXPECT_EQ(attr.type, cudaMemoryTypeUnregistered);
+}
+#endif
 
 // NCCL (kernels/gpu/nccl_backend.h): collectives of GPU members of one
 // session. GPU count of this machine, 0 without one.
