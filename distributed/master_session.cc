@@ -188,7 +188,12 @@ absl::StatusOr<int64_t> MasterSession::Extend(const tensorflow::GraphDef& graph)
     // The functions of earlier graphs stay callable, as in TensorFlow.
     tensorflow::FunctionDefLibrary library = library_;
     GR_RETURN_IF_ERROR(MergeFunctionLibrary(graph.library(), &library));
-    *merged.mutable_library() = library;
+    // Attached when the extension brings functions (lowering checks them)
+    // or its nodes call into the library; an extension of plain nodes is
+    // not lowered again (a kept call frame's functions are in `merged`).
+    if (graph.library().function_size() > 0 || CallsLibrary(graph, library)) {
+      *merged.mutable_library() = library;
+    }
     auto origin = std::make_shared<absl::flat_hash_map<std::string, std::string>>();
     if (origin_ != nullptr) *origin = *origin_;
     GR_ASSIGN_OR_RETURN(merged, CanonicalizeGraphDefForSession(merged, *env_->op_registry,

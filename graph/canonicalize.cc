@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "graph/function_lowering.h"
@@ -95,7 +96,12 @@ absl::Status MergeFunctionLibrary(const tensorflow::FunctionDefLibrary& add,
   absl::flat_hash_map<std::string, std::string> gradients;
   for (const auto& g : into->gradient()) gradients.emplace(g.function_name(), g.gradient_func());
   std::vector<const tensorflow::FunctionDef*> new_functions;
+  absl::flat_hash_set<std::string> in_add;
   for (const auto& f : add.function()) {
+    if (!in_add.insert(f.signature().name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", f.signature().name(), "': defined twice in the library"));
+    }
     auto [it, added] = functions.emplace(f.signature().name(), &f);
     if (added) {
       new_functions.push_back(&f);
@@ -118,6 +124,23 @@ absl::Status MergeFunctionLibrary(const tensorflow::FunctionDefLibrary& add,
   for (const auto* f : new_functions) *into->add_function() = *f;
   for (const auto* g : new_gradients) *into->add_gradient() = *g;
   return absl::OkStatus();
+}
+
+bool CallsLibrary(const tensorflow::GraphDef& nodes,
+                  const tensorflow::FunctionDefLibrary& library) {
+  if (library.function_size() == 0) return false;
+  absl::flat_hash_set<std::string> names;
+  for (const auto& f : library.function()) names.insert(f.signature().name());
+  for (const NodeDef& n : nodes.node()) {
+    if (names.contains(n.op())) return true;
+    for (const auto& [k, v] : n.attr()) {
+      if (v.has_func() && names.contains(v.func().name())) return true;
+      for (const auto& f : v.list().func()) {
+        if (names.contains(f.name())) return true;
+      }
+    }
+  }
+  return false;
 }
 
 absl::StatusOr<GraphDef> CanonicalizeGraphDefForSession(

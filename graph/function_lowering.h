@@ -139,6 +139,12 @@ absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDef(
 absl::Status MergeFunctionLibrary(const tensorflow::FunctionDefLibrary& add,
                                   tensorflow::FunctionDefLibrary* into);
 
+// True when a node of `nodes` calls a function of `library`: as its op, or
+// through a function attr (PartitionedCall's `f`, If's branches, ...).
+// Sessions attach their kept library to an extended graph only then, so
+// an Extend without calls is not lowered again.
+bool CallsLibrary(const tensorflow::GraphDef& nodes, const tensorflow::FunctionDefLibrary& library);
+
 // CanonicalizeGraphDef for sessions: each warning goes to stderr as one
 // line "graphrun: warning: ...".
 absl::StatusOr<tensorflow::GraphDef> CanonicalizeGraphDefForSession(

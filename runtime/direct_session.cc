@@ -144,7 +144,12 @@ absl::Status DirectSession::Extend(const tensorflow::GraphDef& graph) {
   // The functions of earlier graphs stay callable, as in TensorFlow.
   tensorflow::FunctionDefLibrary library = library_;
   GR_RETURN_IF_ERROR(MergeFunctionLibrary(graph.library(), &library));
-  *merged.mutable_library() = library;
+  // Attached when the extension brings functions (lowering checks them)
+  // or its nodes call into the library; an extension of plain nodes is
+  // not lowered again (a kept call frame's functions are in `merged`).
+  if (graph.library().function_size() > 0 || CallsLibrary(graph, library)) {
+    *merged.mutable_library() = library;
+  }
   if (!has_graph_) *merged.mutable_versions() = graph.versions();
   return ValidateAndSetGraph(std::move(merged), std::move(library));
 }

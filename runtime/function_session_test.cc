@@ -308,6 +308,17 @@ node { name: "placed" op: "f" input: "x" }
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out.status().message(),
               HasSubstr("node 'shaped/m' of function 'g' (called by 'shaped')"));
+  // A library that defines a function twice is refused, at Extend as at
+  // Create, even when both definitions are the same.
+  const std::string twice = R"(
+library {
+  function { signature { name: "h" input_arg { name: "x" type: DT_FLOAT }
+                         output_arg { name: "y" type: DT_FLOAT } } ret { key: "y" value: "x" } }
+  function { signature { name: "h" input_arg { name: "x" type: DT_FLOAT }
+                         output_arg { name: "y" type: DT_FLOAT } } ret { key: "y" value: "x" } } })";
+  extended = session->Extend(ParseGraph(twice));
+  EXPECT_EQ(extended.code(), absl::StatusCode::kInvalidArgument) << extended;
+  EXPECT_THAT(extended.message(), HasSubstr("function 'h': defined twice in the library"));
   // The first call's nodes keep their function after the Extend.
   out = session->Run({{"x", square}}, {"placed"});
   ASSERT_FALSE(out.ok());
