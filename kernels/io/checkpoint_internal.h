@@ -13,6 +13,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -118,8 +120,17 @@ std::string EncodeTensorNameSlice(absl::string_view name, const TensorSlice& sli
 // about `block_size` bytes, uncompressed.
 std::string EncodeTfIndex(int num_shards, const std::vector<BundleEntry>& entries,
                           size_t block_size = 256 * 1024);
+// A table (LevelDB's layout, as TensorFlow writes it) of `records`, data
+// blocks of about `block_size` bytes, uncompressed.
+std::string EncodeTable(const std::map<std::string, std::string>& records, size_t block_size);
 // True when `bytes` end with the table magic number.
 bool IsTfIndex(absl::string_view bytes);
+// Calls fn(key, value) for each record of a table, in key order, checking
+// the footer, every block's checksum (snappy blocks decompressed) and the
+// keys' order. InvalidArgument saying what is wrong, or fn's error.
+absl::Status ForEachTableRecord(
+    absl::string_view bytes,
+    const std::function<absl::Status(const std::string&, absl::string_view)>& fn);
 // Parses a TensorFlow .index table (snappy-compressed blocks too) into
 // entries, unsorted; partitioned tensors come out as one entry per slice.
 // InvalidArgument saying what is wrong (the caller names the file);
@@ -132,6 +143,20 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
 // graphrun wrote before it checksummed them so (the length checksum over
 // the varint bytes, the entry's over the raw bytes) are accepted too.
 absl::StatusOr<Tensor> DecodeTfStrings(const BundleEntry& e, absl::string_view bytes);
+
+// --- TensorFlow's V1 checkpoints (checkpoint_tf_v1.cc) ----------------------
+
+// Parses one file of a V1 checkpoint (a table of SavedTensorSlices),
+// appending an entry per saved slice (BundleEntry::v1_value indexing the
+// slice's values, appended to `values`). InvalidArgument saying what is
+// wrong (the caller names the file).
+absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEntry>* entries,
+                                  std::vector<Tensor>* values);
+// The files of the V1 checkpoint at `prefix`: `prefix` itself when it is a
+// regular file, otherwise its shards "prefix-NNNNN-of-MMMMM" (in order);
+// empty when there are none. DataLoss naming the prefix when shards are
+// missing or disagree on their count.
+absl::StatusOr<std::vector<std::string>> TfV1Files(const std::string& prefix);
 
 // --- Slice geometry (checkpoint_util.cc) -----------------------------------
 

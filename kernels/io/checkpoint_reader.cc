@@ -68,11 +68,19 @@ int64_t CopyIntersection(const TensorSlice& src_slice, const Tensor& src,
 // ---------------------------------------------------------------------------
 // BundleReader.
 
+bool BundleReader::Exists(const std::string& prefix) {
+  if (FileExists(IndexFilename(prefix))) return true;
+  absl::StatusOr<std::vector<std::string>> v1 = TfV1Files(prefix);
+  return !v1.ok() || !v1->empty();  // a broken one: Open says how
+}
+
 absl::StatusOr<std::unique_ptr<BundleReader>> BundleReader::Open(std::string prefix) {
   std::string file = IndexFilename(prefix);
   auto bytes = ReadFileToString(file);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) {
+      GR_ASSIGN_OR_RETURN(std::vector<std::string> v1, TfV1Files(prefix));
+      if (!v1.empty()) return OpenV1(std::move(prefix), v1);
       return absl::NotFoundError(
           absl::StrCat("checkpoint '", prefix, "' not found: no file ", file));
     }
@@ -81,6 +89,33 @@ absl::StatusOr<std::unique_ptr<BundleReader>> BundleReader::Open(std::string pre
   std::unique_ptr<BundleReader> r(new BundleReader());
   r->prefix_ = std::move(prefix);
   GR_RETURN_IF_ERROR(DecodeIndex(*bytes, file, &r->num_shards_, &r->entries_));
+  return r;
+}
+
+absl::StatusOr<std::unique_ptr<BundleReader>> BundleReader::OpenV1(
+    std::string prefix, const std::vector<std::string>& files) {
+  std::unique_ptr<BundleReader> r(new BundleReader());
+  r->prefix_ = std::move(prefix);
+  r->num_shards_ = static_cast<int>(files.size());
+  for (const std::string& file : files) {
+    GR_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(file));
+    if (!IsTfIndex(bytes)) {
+      return absl::DataLossError(absl::StrCat("checkpoint '", r->prefix_, "': ", file,
+                                              " is no checkpoint (no ", IndexFilename(r->prefix_),
+                                              ", and not a TensorFlow V1 checkpoint file)"));
+    }
+    absl::Status s = DecodeTfV1Checkpoint(bytes, &r->entries_, &r->v1_values_);
+    if (!s.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("corrupt V1 checkpoint file ", file, ": ", s.message()));
+    }
+  }
+  std::sort(r->entries_.begin(), r->entries_.end(), EntryLess);
+  absl::Status consistent = CheckConsistent(r->entries_);
+  if (!consistent.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("V1 checkpoint '", r->prefix_, "': ", consistent.message()));
+  }
   return r;
 }
 
@@ -109,6 +144,7 @@ absl::StatusOr<std::pair<DataType, TensorShape>> BundleReader::LookupDtypeAndSha
 }
 
 absl::StatusOr<Tensor> BundleReader::ReadEntry(const BundleEntry& e) const {
+  if (e.v1_value >= 0) return v1_values_[static_cast<size_t>(e.v1_value)];
   std::string file = DataFilename(prefix_, e.shard, num_shards_);
   ScopedFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {

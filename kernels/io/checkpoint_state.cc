@@ -123,7 +123,7 @@ absl::Status WriteCheckpointState(const std::string& dir, const CheckpointState&
 
 absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir) {
   GR_ASSIGN_OR_RETURN(CheckpointState state, ReadCheckpointState(dir));
-  if (!FileExists(IndexFilename(state.model_checkpoint_path))) {
+  if (!BundleReader::Exists(state.model_checkpoint_path)) {
     return absl::NotFoundError(
         absl::StrCat("the checkpoint state of ", dir, " names ", state.model_checkpoint_path,
                      " but ", IndexFilename(state.model_checkpoint_path), " does not exist"));

@@ -410,6 +410,10 @@ std::string EncodeTfIndex(int num_shards, const std::vector<BundleEntry>& entrie
     }
     i = j;
   }
+  return EncodeTable(records, block_size);
+}
+
+std::string EncodeTable(const std::map<std::string, std::string>& records, size_t block_size) {
   std::string file;
   BlockBuilder data, index;
   auto flush = [&]() {
@@ -436,8 +440,9 @@ bool IsTfIndex(absl::string_view bytes) {
          DecodeFixed32(m + 4) == static_cast<uint32_t>(kTableMagic >> 32);
 }
 
-absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
-                           std::vector<BundleEntry>* entries) {
+absl::Status ForEachTableRecord(
+    absl::string_view bytes,
+    const std::function<absl::Status(const std::string&, absl::string_view)>& fn) {
   if (!IsTfIndex(bytes)) return absl::InvalidArgumentError("no table footer (bad magic)");
   absl::string_view footer = bytes.substr(bytes.size() - kFooterSize, 40);
   // The footer is not checksummed: both blocks must read back (their own
@@ -450,56 +455,63 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
   if (handles.find_first_not_of('\0') != absl::string_view::npos) {
     return absl::InvalidArgumentError("bad footer padding");
   }
+  bool first = true;
+  std::string last_key;
+  return ForEachRecord(index, [&](const std::string&, absl::string_view handle) -> absl::Status {
+    GR_ASSIGN_OR_RETURN(std::string block, ReadBlock(bytes, &handle));
+    return ForEachRecord(block,
+                         [&](const std::string& key, absl::string_view value) -> absl::Status {
+                           if (!first && key <= last_key) {
+                             return absl::InvalidArgumentError("keys out of order");
+                           }
+                           first = false;
+                           last_key = key;
+                           return fn(key, value);
+                         });
+  });
+}
 
+absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
+                           std::vector<BundleEntry>* entries) {
   std::map<std::string, tensorflow::BundleEntryProto> protos;
   bool have_header = false;
-  std::string last_key;
-  GR_RETURN_IF_ERROR(
-      ForEachRecord(index, [&](const std::string&, absl::string_view handle) -> absl::Status {
-        GR_ASSIGN_OR_RETURN(std::string block, ReadBlock(bytes, &handle));
-        return ForEachRecord(
-            block, [&](const std::string& key, absl::string_view value) -> absl::Status {
-              if (!protos.empty() || have_header) {
-                if (key <= last_key) return absl::InvalidArgumentError("keys out of order");
-              }
-              last_key = key;
-              if (key.empty()) {
-                tensorflow::BundleHeaderProto h;
-                if (!h.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-                  return absl::InvalidArgumentError("unparsable header");
-                }
-                if (h.endianness() != tensorflow::BundleHeaderProto::LITTLE) {
-                  return absl::UnimplementedError("big-endian checkpoints are not supported");
-                }
-                // TensorFlow's CheckVersions against the bundle format's
-                // version (kTensorBundleVersion, 1; any producer is read).
-                if (h.version().min_consumer() > kBundleVersion) {
-                  return absl::UnimplementedError(absl::StrCat(
-                      "the checkpoint needs a reader of version ", h.version().min_consumer(),
-                      " or later (its min_consumer); this reader is version ", kBundleVersion));
-                }
-                for (int bad : h.version().bad_consumers()) {
-                  if (bad == kBundleVersion) {
-                    return absl::UnimplementedError(
-                        absl::StrCat("the checkpoint bans readers of version ", kBundleVersion,
-                                     " (its bad_consumers)"));
-                  }
-                }
-                if (h.num_shards() < 1 || h.num_shards() > kMaxShards) {
-                  return absl::InvalidArgumentError(
-                      absl::StrCat("bad shard count ", h.num_shards()));
-                }
-                *num_shards = h.num_shards();
-                have_header = true;
-                return absl::OkStatus();
-              }
-              tensorflow::BundleEntryProto p;
-              if (!p.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-                return absl::InvalidArgumentError("unparsable entry");
-              }
-              protos.emplace(key, std::move(p));
-              return absl::OkStatus();
-            });
+  GR_RETURN_IF_ERROR(ForEachTableRecord(
+      bytes, [&](const std::string& key, absl::string_view value) -> absl::Status {
+        if (key.empty()) {
+          tensorflow::BundleHeaderProto h;
+          if (!h.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+            return absl::InvalidArgumentError("unparsable header");
+          }
+          if (h.endianness() != tensorflow::BundleHeaderProto::LITTLE) {
+            return absl::UnimplementedError("big-endian checkpoints are not supported");
+          }
+          // TensorFlow's CheckVersions against the bundle format's
+          // version (kTensorBundleVersion, 1; any producer is read).
+          if (h.version().min_consumer() > kBundleVersion) {
+            return absl::UnimplementedError(absl::StrCat(
+                "the checkpoint needs a reader of version ", h.version().min_consumer(),
+                " or later (its min_consumer); this reader is version ", kBundleVersion));
+          }
+          for (int bad : h.version().bad_consumers()) {
+            if (bad == kBundleVersion) {
+              return absl::UnimplementedError(
+                  absl::StrCat("the checkpoint bans readers of version ", kBundleVersion,
+                               " (its bad_consumers)"));
+            }
+          }
+          if (h.num_shards() < 1 || h.num_shards() > kMaxShards) {
+            return absl::InvalidArgumentError(absl::StrCat("bad shard count ", h.num_shards()));
+          }
+          *num_shards = h.num_shards();
+          have_header = true;
+          return absl::OkStatus();
+        }
+        tensorflow::BundleEntryProto p;
+        if (!p.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          return absl::InvalidArgumentError("unparsable entry");
+        }
+        protos.emplace(key, std::move(p));
+        return absl::OkStatus();
       }));
   if (!have_header) return absl::InvalidArgumentError("no header entry");
 

@@ -126,6 +126,9 @@ struct BundleEntry {
   // than it knows), read from a TensorFlow index: listed, and an error only
   // when it is looked up, so the checkpoint's other tensors still restore.
   bool unreadable = false;
+  // A slice of a TensorFlow V1 checkpoint, whose values lie in its table:
+  // their index among the reader's decoded values (-1: in a data file).
+  int64_t v1_value = -1;
 };
 
 // Writes a one-shard checkpoint at a prefix: Add() streams each tensor to
@@ -169,8 +172,12 @@ class BundleWriter {
 class BundleReader {
  public:
   // NotFound naming the checkpoint when P.index does not exist; DataLoss
-  // naming the file when it is corrupt.
+  // naming the file when it is corrupt. Without P.index, a checkpoint in
+  // TensorFlow's first format (V1) is read instead: the file P itself, or
+  // its shards P-00000-of-0000N (all N of them).
   static absl::StatusOr<std::unique_ptr<BundleReader>> Open(std::string prefix);
+  // True when Open(prefix) would find a checkpoint: P.index or a V1 file.
+  static bool Exists(const std::string& prefix);
 
   const std::string& prefix() const { return prefix_; }
   int num_shards() const { return num_shards_; }
@@ -195,6 +202,9 @@ class BundleReader {
 
  private:
   BundleReader() = default;
+  // Reads the V1 checkpoint whose shard files are `files`.
+  static absl::StatusOr<std::unique_ptr<BundleReader>> OpenV1(
+      std::string prefix, const std::vector<std::string>& files);
   absl::StatusOr<Tensor> ReadEntry(const BundleEntry& e) const;
   // [first, last) entries named `name`.
   std::pair<const BundleEntry*, const BundleEntry*> Range(absl::string_view name) const;
@@ -202,6 +212,8 @@ class BundleReader {
   std::string prefix_;
   int num_shards_ = 0;
   std::vector<BundleEntry> entries_;
+  // A V1 checkpoint's values (BundleEntry::v1_value).
+  std::vector<Tensor> v1_values_;
 };
 
 struct MergeOptions {

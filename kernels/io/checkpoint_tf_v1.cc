@@ -1,0 +1,249 @@
+// TensorFlow's first checkpoint format (V1), read only; declared in
+// checkpoint_internal.h.
+//
+// - A checkpoint is one file per shard ("model.ckpt", or
+//   "model.ckpt-00000-of-00002" ...), each a table as TensorFlow writes it
+//   (ForEachTableRecord: the layout of a V2 .index).
+// - Each record's value is a SavedTensorSlices
+//   (graph/proto/saved_tensor_slice.proto). The empty key's holds `meta`:
+//   every tensor of the file with its shape, dtype and saved slices. Every
+//   other record holds `data`: one slice of one tensor (its key is the
+//   slice's OrderedCode, EncodeTensorNameSlice; the slice and the name are
+//   in the value too), its values in the TensorProto's typed fields
+//   (float_val, int_val, ...), with no dtype and no shape.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "graph/proto/saved_tensor_slice.pb.h"
+#include "graph/status.h"
+#include "kernels/io/checkpoint_internal.h"
+
+namespace graphrun {
+namespace checkpoint {
+namespace {
+
+// The number of values a slice's TensorProto holds in the field TensorFlow
+// fills for `dtype`; -1 for a dtype V1 checkpoints never held.
+int64_t ValueCount(const tensorflow::TensorProto& p, DataType dtype) {
+  if (!p.tensor_content().empty()) {
+    const int64_t size = DataTypeSize(dtype);
+    return size > 0 && p.tensor_content().size() % size == 0
+               ? static_cast<int64_t>(p.tensor_content().size()) / size
+               : -1;
+  }
+  switch (dtype) {
+    case DT_FLOAT:
+      return p.float_val_size();
+    case DT_DOUBLE:
+      return p.double_val_size();
+    case DT_INT32:
+    case DT_INT16:
+    case DT_INT8:
+    case DT_UINT8:
+    case DT_UINT16:
+      return p.int_val_size();
+    case DT_INT64:
+      return p.int64_val_size();
+    case DT_UINT32:
+      return p.uint32_val_size();
+    case DT_UINT64:
+      return p.uint64_val_size();
+    case DT_BOOL:
+      return p.bool_val_size();
+    case DT_STRING:
+      return p.string_val_size();
+    case DT_HALF:
+    case DT_BFLOAT16:
+      return p.half_val_size();
+    case DT_COMPLEX64:
+      return p.scomplex_val_size() % 2 == 0 ? p.scomplex_val_size() / 2 : -1;
+    case DT_COMPLEX128:
+      return p.dcomplex_val_size() % 2 == 0 ? p.dcomplex_val_size() / 2 : -1;
+    default:
+      return -1;
+  }
+}
+
+absl::StatusOr<TensorShape> ShapeOf(const std::string& name,
+                                    const tensorflow::TensorShapeProto& p) {
+  if (p.unknown_rank() || p.dim_size() > kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': bad shape"));
+  }
+  std::vector<int64_t> dims;
+  for (const auto& d : p.dim()) dims.push_back(d.size());
+  auto s = TensorShape::Make(dims);
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", s.status().message()));
+  }
+  return *s;
+}
+
+// The slice a TensorSliceProto describes (whole dimensions unresolved).
+absl::StatusOr<TensorSlice> SliceOf(const std::string& name, const tensorflow::TensorSliceProto& p,
+                                    const TensorShape& shape) {
+  if (p.extent_size() != shape.dims()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': a slice of rank ",
+                                                   p.extent_size(), " for shape ",
+                                                   shape.DebugString()));
+  }
+  TensorSlice s;
+  for (const auto& e : p.extent()) {
+    if (e.has_length_case() == tensorflow::TensorSliceProto::Extent::kLength) {
+      if (e.start() < 0 || e.length() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor '", name, "': a slice with a negative start or length"));
+      }
+      s.AddDim(e.start(), e.length());
+    } else {
+      s.AddDim(0, -1);
+    }
+  }
+  auto resolved = s.Resolve(shape);
+  if (!resolved.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "': ", resolved.status().message()));
+  }
+  return *resolved;
+}
+
+}  // namespace
+
+absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEntry>* entries,
+                                  std::vector<Tensor>* values) {
+  // Name -> its meta (dtype, shape, the slices listed).
+  std::map<std::string, BundleEntry> tensors;
+  std::map<std::string, std::vector<TensorSlice>> listed;
+  bool have_meta = false;
+  std::vector<BundleEntry> found;
+  GR_RETURN_IF_ERROR(ForEachTableRecord(
+      bytes, [&](const std::string& key, absl::string_view value) -> absl::Status {
+        tensorflow::SavedTensorSlices record;
+        if (!record.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          return absl::InvalidArgumentError("an unparsable record");
+        }
+        if (key.empty()) {
+          if (!record.has_meta()) return absl::InvalidArgumentError("no meta under the empty key");
+          for (const auto& m : record.meta().tensor()) {
+            BundleEntry e;
+            e.name = m.name();
+            e.dtype = static_cast<DataType>(m.type());
+            if (!tensorflow::DataType_IsValid(m.type()) || !Storable(e.dtype)) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat("tensor '", e.name, "': dtype ", m.type(), " cannot be restored"));
+            }
+            GR_ASSIGN_OR_RETURN(e.shape, ShapeOf(e.name, m.shape()));
+            if (tensors.count(e.name) > 0) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat("tensor '", e.name, "' is listed twice"));
+            }
+            std::vector<TensorSlice>& slices = listed[e.name];
+            for (const auto& sp : m.slice()) {
+              GR_ASSIGN_OR_RETURN(TensorSlice s, SliceOf(e.name, sp, e.shape));
+              slices.push_back(s);
+            }
+            tensors.emplace(e.name, std::move(e));
+          }
+          have_meta = true;
+          return absl::OkStatus();
+        }
+        if (!have_meta) return absl::InvalidArgumentError("a data record before the meta");
+        if (!record.has_data()) return absl::InvalidArgumentError("a record without data");
+        const tensorflow::SavedSlice& d = record.data();
+        auto t = tensors.find(d.name());
+        if (t == tensors.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("data for tensor '", d.name(), "', which the meta does not list"));
+        }
+        BundleEntry e = t->second;
+        GR_ASSIGN_OR_RETURN(e.slice, SliceOf(e.name, d.slice(), e.shape));
+        const std::vector<TensorSlice>& slices = listed[e.name];
+        if (std::find(slices.begin(), slices.end(), e.slice) == slices.end()) {
+          return absl::InvalidArgumentError(absl::StrCat("tensor '", e.name, "': data for slice ",
+                                                         e.slice.DebugString(),
+                                                         ", which the meta does not list"));
+        }
+        const TensorShape shape = e.slice.SliceShape();
+        const int64_t count = ValueCount(d.data(), e.dtype);
+        if (count != shape.num_elements()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "tensor '", e.name, "': slice ", e.slice.DebugString(), " holds ", count,
+              " values of ", DataTypeString(e.dtype), " for ", shape.num_elements(), " elements"));
+        }
+        tensorflow::TensorProto p = d.data();
+        p.set_dtype(static_cast<tensorflow::DataType>(e.dtype));
+        for (int64_t n : shape.dim_sizes()) p.mutable_tensor_shape()->add_dim()->set_size(n);
+        absl::StatusOr<Tensor> v = Tensor::FromProto(p);
+        if (!v.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("tensor '", e.name, "': ", v.status().message()));
+        }
+        e.v1_value = static_cast<int64_t>(values->size());
+        values->push_back(*std::move(v));
+        found.push_back(std::move(e));
+        return absl::OkStatus();
+      }));
+  if (!have_meta) return absl::InvalidArgumentError("no meta record");
+  // Every slice the meta lists has its data.
+  for (const auto& [name, slices] : listed) {
+    for (const TensorSlice& s : slices) {
+      bool present = false;
+      for (const BundleEntry& e : found) present = present || (e.name == name && e.slice == s);
+      if (!present) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor '", name, "': slice ", s.DebugString(), " has no data"));
+      }
+    }
+  }
+  for (BundleEntry& e : found) entries->push_back(std::move(e));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> TfV1Files(const std::string& prefix) {
+  struct stat st;
+  if (::stat(prefix.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return std::vector{prefix};
+  const std::string dir = Dirname(prefix);
+  const std::string base = Basename(prefix) + "-";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return std::vector<std::string>{};
+  std::map<int64_t, std::string> shards;
+  std::set<int64_t> totals;
+  while (const dirent* ent = ::readdir(d)) {
+    const std::string name = ent->d_name;
+    if (!absl::StartsWith(name, base)) continue;
+    // "NNNNN-of-MMMMM"
+    const absl::string_view rest = absl::string_view(name).substr(base.size());
+    int64_t k = 0, n = 0;
+    if (rest.size() != 14 || rest.substr(5, 4) != "-of-" ||
+        !absl::SimpleAtoi(rest.substr(0, 5), &k) || !absl::SimpleAtoi(rest.substr(9), &n) ||
+        !std::all_of(rest.begin(), rest.begin() + 5, ::isdigit) ||
+        !std::all_of(rest.begin() + 9, rest.end(), ::isdigit)) {
+      continue;
+    }
+    shards[k] = JoinPath(dir, name);
+    totals.insert(n);
+  }
+  ::closedir(d);
+  if (shards.empty()) return std::vector<std::string>{};
+  const int64_t n = *totals.begin();
+  if (totals.size() != 1 || static_cast<int64_t>(shards.size()) != n ||
+      shards.rbegin()->first != n - 1) {
+    return absl::DataLossError(absl::StrCat("V1 checkpoint '", prefix, "': ", shards.size(),
+                                            " shard files for ", n, " shards"));
+  }
+  std::vector<std::string> files;
+  for (auto& [k, f] : shards) files.push_back(std::move(f));
+  return files;
+}
+
+}  // namespace checkpoint
+}  // namespace graphrun
