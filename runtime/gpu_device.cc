@@ -57,8 +57,10 @@ class EventPoller {
   }
   // Records an event on `stream` and runs `fn` once the stream reached it.
   absl::Status After(cudaStream_t stream, std::function<void(const absl::Status&)> fn) {
+    // The event must belong to the stream's device.
+    cudaError_t e = cudaSetDevice(ordinal_);
     cudaEvent_t ev;
-    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaEventRecord(ev, stream);
     if (e != cudaSuccess) return CudaError(e, "recording a CUDA event");
     {
@@ -112,14 +114,23 @@ class EventPoller {
 class CudaSubAllocator : public SubAllocator {
  public:
   explicit CudaSubAllocator(int ordinal) : ordinal_(ordinal) {}
+  // Both leave the thread's current device as they found it (NCCL's
+  // rounds allocate on every member's GPU from one thread).
   void* Alloc(size_t bytes) override {
+    int previous = -1;
+    cudaGetDevice(&previous);
     cudaSetDevice(ordinal_);
     void* p = nullptr;
-    return cudaMalloc(&p, bytes) == cudaSuccess ? p : nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) p = nullptr;
+    if (previous >= 0) cudaSetDevice(previous);
+    return p;
   }
   void Free(void* p, size_t) override {
+    int previous = -1;
+    cudaGetDevice(&previous);
     cudaSetDevice(ordinal_);
     cudaFree(p);
+    if (previous >= 0) cudaSetDevice(previous);
   }
 
  private:
@@ -137,12 +148,14 @@ class PinnedSubAllocator : public SubAllocator {
   void Free(void* p, size_t) override { cudaFreeHost(p); }
 };
 
-// The process's pinned host memory: regions as needed, up to a quarter of
-// physical memory (at most 16 GiB); beyond it copies use ordinary memory.
+// The process's pinned host memory: regions as needed, up to an eighth of
+// physical memory (at most 8 GiB); beyond it copies use ordinary memory.
+// Regions are kept once made (page-locking is slow), and only the bytes of
+// live tensors count in the memory budget.
 BfcAllocator& PinnedHostAllocator() {
   static BfcAllocator* const allocator = [] {
     BfcAllocatorOptions o;
-    o.memory_limit = std::min<int64_t>(PhysicalMemoryBytes() / 4, int64_t{16} << 30);
+    o.memory_limit = std::min<int64_t>(PhysicalMemoryBytes() / 8, int64_t{8} << 30);
     o.allow_growth = true;
     return new BfcAllocator(std::make_unique<PinnedSubAllocator>(), o);
   }();

@@ -171,8 +171,11 @@ class AcceleratorCollectiveOp : public CollectiveOp {
     DeviceCollectiveBackend* backend = acc->collective_backend();
     CollectiveExecutor* executor = ctx->collective_executor();
     const std::string& hint = args().communication_hint;
+    // The data (none for a broadcast receiver) must be in device memory.
+    const bool data_on_device = kType == CollectiveType::kBroadcastRecv ||
+                                ctx->input(0).memory_space() == acc->memory_space();
     if (backend != nullptr && executor != nullptr && executor->RunsDeviceBackends() &&
-        (hint == "auto" || hint.empty() || hint == backend->name())) {
+        data_on_device && (hint == "auto" || hint.empty() || hint == backend->name())) {
       std::vector<Tensor> in;
       for (int i = 0; i < kUsedInputs; ++i) in.push_back(ctx->input(i));
       RunMember(

@@ -53,7 +53,7 @@ class FusedBatchNormOp : public BatchNormBase {
     GR_CTX_CHECK_OK(c, c->GetAttr("exponential_avg_factor", &avg_factor_));
   }
 
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(const Tensor* x, Input4D(ctx, 0, "x"));
     gpu::BatchNormArgs p;
     p.c = x->dim_size(3);
@@ -101,7 +101,7 @@ class FusedBatchNormGradOp : public BatchNormBase {
     GR_CTX_CHECK_OK(c, ReadAttrs(c, &epsilon_, &is_training_));
   }
 
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(const Tensor* dy, Input4D(ctx, 0, "y_backprop"));
     GR_ASSIGN_OR_RETURN(const Tensor* x, Input4D(ctx, 1, "x"));
     if (dy->shape() != x->shape()) {

@@ -206,7 +206,7 @@ class ConvOpKernel : public CudnnOpKernel {
 class Conv2DOp : public ConvOpKernel {
  public:
   using ConvOpKernel::ConvOpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(const Tensor* x, OnGpu(ctx, 0));
     GR_ASSIGN_OR_RETURN(const Tensor* f, OnGpu(ctx, 1));
     GR_ASSIGN_OR_RETURN(Geometry g, Geom(x->shape(), f->shape()));
@@ -242,7 +242,7 @@ class Conv2DOp : public ConvOpKernel {
 class Conv2DBackpropInputOp : public ConvOpKernel {
  public:
   using ConvOpKernel::ConvOpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(TensorShape in_shape,
                         conv_window::ShapeInput(*this, ctx->input(0), "input_sizes"));
     GR_ASSIGN_OR_RETURN(const Tensor* f, OnGpu(ctx, 1));
@@ -289,7 +289,7 @@ class Conv2DBackpropInputOp : public ConvOpKernel {
 class Conv2DBackpropFilterOp : public ConvOpKernel {
  public:
   using ConvOpKernel::ConvOpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(const Tensor* x, OnGpu(ctx, 0));
     GR_ASSIGN_OR_RETURN(TensorShape f_shape,
                         conv_window::ShapeInput(*this, ctx->input(1), "filter_sizes"));
@@ -388,7 +388,7 @@ class PoolOpKernel : public CudnnOpKernel {
 class PoolOp : public PoolOpKernel {
  public:
   using PoolOpKernel::PoolOpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(const Tensor* x, OnGpu(ctx, 0));
     GR_ASSIGN_OR_RETURN(Geometry g, Geom(x->shape()));
     GR_ASSIGN_OR_RETURN(Tensor y, Output(ctx, 0, g.OutputShape()));
@@ -414,7 +414,7 @@ class PoolOp : public PoolOpKernel {
 class PoolGradOp : public PoolOpKernel {
  public:
   using PoolOpKernel::PoolOpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     const Tensor* x = nullptr;
     const Tensor* y = nullptr;
     TensorShape in_shape;

@@ -26,7 +26,7 @@ namespace {
 class UnaryOpKernel : public GpuOpKernel {
  public:
   UnaryOpKernel(OpKernelConstruction* ctx, gpu::UnaryOp op) : GpuOpKernel(ctx), op_(op) {}
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(const float* x, In(ctx, 0));
     GR_ASSIGN_OR_RETURN(Tensor y, Output(ctx, 0, ctx->input(0).shape()));
     return Launched(gpu::LaunchUnary(op_, x, y.base<float>(), y.NumElements(), stream()));
@@ -70,7 +70,7 @@ absl::Status Broadcast(const TensorShape& a, const TensorShape& b, TensorShape* 
 class BinaryOpKernel : public GpuOpKernel {
  public:
   BinaryOpKernel(OpKernelConstruction* ctx, gpu::BinaryOp op) : GpuOpKernel(ctx), op_(op) {}
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(const float* a, In(ctx, 0));
     GR_ASSIGN_OR_RETURN(const float* b, In(ctx, 1));
     TensorShape shape;
@@ -92,7 +92,7 @@ class MatMulOp : public GpuOpKernel {
     GR_CTX_CHECK_OK(ctx, ctx->GetAttr("transpose_a", &ta_));
     GR_CTX_CHECK_OK(ctx, ctx->GetAttr("transpose_b", &tb_));
   }
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
     if (a.dims() != 2 || b.dims() != 2) return Error("inputs must be matrices");
@@ -131,7 +131,7 @@ class MatMulOp : public GpuOpKernel {
 class BiasAddOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& bias = ctx->input(1);
     if (x.dims() < 1 || bias.dims() != 1 || x.dim_size(x.dims() - 1) != bias.dim_size(0)) {
@@ -150,7 +150,7 @@ class BiasAddOp : public GpuOpKernel {
 class BiasAddGradOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
     if (g.dims() < 1) return Error("gradient must have at least one dimension");
     const int64_t cols = g.dim_size(g.dims() - 1);
@@ -166,7 +166,7 @@ class ReduceOpKernel : public GpuOpKernel {
   ReduceOpKernel(OpKernelConstruction* ctx, gpu::ReduceOp op) : GpuOpKernel(ctx), op_(op) {
     GR_CTX_CHECK_OK(ctx, ctx->GetAttr("keep_dims", &keep_dims_));
   }
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& axes = ctx->input(1);  // HostMemory
     if (axes.memory_space() != nullptr) {
@@ -218,7 +218,7 @@ class ReduceOpKernel : public GpuOpKernel {
 class SoftmaxOp : public GpuOpKernel {
  public:
   SoftmaxOp(OpKernelConstruction* ctx, bool log) : GpuOpKernel(ctx), log_(log) {}
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     if (x.dims() < 1) return Error("logits must have at least one dimension");
     const int64_t cols = x.dim_size(x.dims() - 1);
@@ -235,7 +235,7 @@ class SoftmaxOp : public GpuOpKernel {
 class SparseXentOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
     if (logits.dims() != 2 || labels.dims() != 1 || labels.dim_size(0) != logits.dim_size(0)) {
@@ -257,7 +257,7 @@ class SparseXentOp : public GpuOpKernel {
 class FillOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     const Tensor& dims = ctx->input(0);   // HostMemory
     const Tensor& value = ctx->input(1);  // HostMemory
     if (dims.memory_space() != nullptr || value.memory_space() != nullptr) {
@@ -278,7 +278,7 @@ class FillOp : public GpuOpKernel {
 class FillLikeOp : public GpuOpKernel {
  public:
   FillLikeOp(OpKernelConstruction* ctx, float value) : GpuOpKernel(ctx), value_(value) {}
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(Tensor y, Output(ctx, 0, ctx->input(0).shape()));
     return Launched(gpu::LaunchFill(y.base<float>(), value_, y.NumElements(), stream()));
   }
@@ -304,7 +304,7 @@ class ConstOp : public GpuOpKernel {
     }
     value_ = *t;
   }
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(Tensor y, Output(ctx, 0, value_.shape()));
     return Launched(cudaMemcpyAsync(y.raw_data(), value_.raw_data(),
                                     static_cast<size_t>(value_.TotalBytes()),
@@ -346,7 +346,7 @@ class CastOp : public GpuOpKernel {
     src_ = CastCode(src);
     dst_ = CastCode(dst);
   }
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     GR_ASSIGN_OR_RETURN(const Tensor* x, OnGpu(ctx, 0));
     GR_ASSIGN_OR_RETURN(Tensor y, Output(ctx, 0, x->shape()));
     return Launched(

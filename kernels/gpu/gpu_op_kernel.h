@@ -26,7 +26,17 @@ class GpuOpKernel : public OpKernel {
                             ctx->device()->name(), ": ");
   }
 
+  // Makes the kernel's GPU current on this thread (kernel launches,
+  // cuBLAS and cuDNN act on the current device, and a pool thread may
+  // have run another GPU's work last), then runs ComputeOnGpu.
+  absl::Status Compute(OpKernelContext* ctx) final {
+    GR_RETURN_IF_ERROR(Launched(cudaSetDevice(gpu_->ordinal())));
+    return ComputeOnGpu(ctx);
+  }
+
  protected:
+  virtual absl::Status ComputeOnGpu(OpKernelContext* ctx) = 0;
+
   absl::StatusOr<Tensor> Output(OpKernelContext* ctx, int i, const TensorShape& shape) {
     GR_ASSIGN_OR_RETURN(Tensor t, gpu_->AllocateDevice(output_type(i), shape, context_));
     ctx->set_output(i, t);

@@ -1,6 +1,7 @@
 #include "kernels/gpu/nccl_backend.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,51 @@ namespace graphrun {
 namespace {
 
 std::atomic<int64_t> rounds_run{0};
+
+// NCCL, loaded at run time (libnccl.so.2), so that a CUDA build starts
+// where NCCL is missing and its GPUs meet through host memory instead.
+struct Nccl {
+  decltype(&::ncclGetVersion) GetVersion = nullptr;
+  decltype(&::ncclGetErrorString) GetErrorString = nullptr;
+  decltype(&::ncclGetLastError) GetLastError = nullptr;
+  decltype(&::ncclCommInitAll) CommInitAll = nullptr;
+  decltype(&::ncclGroupStart) GroupStart = nullptr;
+  decltype(&::ncclGroupEnd) GroupEnd = nullptr;
+  decltype(&::ncclAllReduce) AllReduce = nullptr;
+  decltype(&::ncclBroadcast) Broadcast = nullptr;
+
+  // Null with `why` when the library or a symbol is missing.
+  static const Nccl* Load(std::string* why) {
+    void* lib = ::dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* e = ::dlerror();
+      *why = e != nullptr ? e : "dlopen failed";
+      return nullptr;
+    }
+    auto* n = new Nccl();
+    bool ok = true;
+    auto sym = [&](auto* fn, const char* name) {
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(::dlsym(lib, name));
+      if (*fn == nullptr && ok) {
+        ok = false;
+        *why = absl::StrCat("libnccl.so.2 has no ", name);
+      }
+    };
+    sym(&n->GetVersion, "ncclGetVersion");
+    sym(&n->GetErrorString, "ncclGetErrorString");
+    sym(&n->GetLastError, "ncclGetLastError");
+    sym(&n->CommInitAll, "ncclCommInitAll");
+    sym(&n->GroupStart, "ncclGroupStart");
+    sym(&n->GroupEnd, "ncclGroupEnd");
+    sym(&n->AllReduce, "ncclAllReduce");
+    sym(&n->Broadcast, "ncclBroadcast");
+    if (!ok) {
+      delete n;
+      return nullptr;
+    }
+    return n;  // kept for the process, as the library is
+  }
+};
 
 // "collective reduce of group 1 instance 7 over GPU:0, GPU:1".
 std::string Describe(const DeviceCollectiveBackend::Member& m, const std::vector<int>& ordinals) {
@@ -79,6 +126,7 @@ absl::StatusOr<ncclRedOp_t> NcclOp(const CollectiveArgs& a) {
 
 class NcclBackend final : public DeviceCollectiveBackend {
  public:
+  explicit NcclBackend(const Nccl* nccl) : nccl_(*nccl) {}
   const std::string& name() const override { return name_; }
 
   void RunRound(std::vector<Member> members) override {
@@ -105,6 +153,12 @@ class NcclBackend final : public DeviceCollectiveBackend {
         return absl::InternalError(absl::StrCat("collective of group ", a.group_key, " instance ",
                                                 a.instance_key, ": member ", x.args->device,
                                                 " is no GPU, yet came to NCCL"));
+      }
+      if (x.args->type != CollectiveType::kBroadcastRecv &&
+          x.input->memory_space() != gpu->memory_space()) {
+        return absl::InternalError(absl::StrCat("collective of group ", a.group_key, " instance ",
+                                                a.instance_key, ": the input of ", x.args->device,
+                                                " is not in its memory, yet came to NCCL"));
       }
       gpus.push_back(gpu);
       ordinals.push_back(gpu->ordinal());
@@ -158,11 +212,11 @@ class NcclBackend final : public DeviceCollectiveBackend {
     std::lock_guard<std::mutex> l(mu_);
     absl::StatusOr<std::vector<ncclComm_t>*> comms = Comms(ordinals);
     if (!comms.ok()) return fail(comms.status());
-    ncclResult_t r = ncclGroupStart();
-    if (r != ncclSuccess) return fail(NcclError("ncclGroupStart", r, nullptr));
+    ncclResult_t r = nccl_.GroupStart();
+    if (r != ncclSuccess) return fail(NcclError(nccl_, "ncclGroupStart", r, nullptr));
     absl::Status first;
     auto check = [&](const char* call, ncclResult_t e, ncclComm_t comm) {
-      if (e != ncclSuccess && first.ok()) first = NcclError(call, e, comm);
+      if (e != ncclSuccess && first.ok()) first = NcclError(nccl_, call, e, comm);
       return e == ncclSuccess;
     };
     for (size_t i = 0; i < n && first.ok(); ++i) {
@@ -172,7 +226,7 @@ class NcclBackend final : public DeviceCollectiveBackend {
       switch (a.type) {
         case CollectiveType::kReduce:
           check("ncclAllReduce",
-                ncclAllReduce(m[i].input->raw_data(), dst, count, *type, op, comm, stream), comm);
+                nccl_.AllReduce(m[i].input->raw_data(), dst, count, *type, op, comm, stream), comm);
           break;
         case CollectiveType::kGather: {
           // Rank k's rows go to the same place in every output.
@@ -182,8 +236,8 @@ class NcclBackend final : public DeviceCollectiveBackend {
             if (c > 0) {
               const void* src = k == i ? m[i].input->raw_data() : dst + offset * elem;
               check("ncclBroadcast",
-                    ncclBroadcast(src, dst + offset * elem, c, *type, static_cast<int>(k), comm,
-                                  stream),
+                    nccl_.Broadcast(src, dst + offset * elem, c, *type, static_cast<int>(k), comm,
+                                    stream),
                     comm);
             }
             offset += c;
@@ -194,22 +248,24 @@ class NcclBackend final : public DeviceCollectiveBackend {
         case CollectiveType::kBroadcastRecv: {
           const void* src = i == sender ? m[i].input->raw_data() : dst;
           check("ncclBroadcast",
-                ncclBroadcast(src, dst, count, *type, static_cast<int>(sender), comm, stream),
+                nccl_.Broadcast(src, dst, count, *type, static_cast<int>(sender), comm, stream),
                 comm);
           break;
         }
       }
     }
-    r = ncclGroupEnd();
+    r = nccl_.GroupEnd();
     check("ncclGroupEnd", r, nullptr);
     if (!first.ok()) return fail(first);
     rounds_run.fetch_add(1);
     return absl::OkStatus();
   }
 
-  static absl::Status NcclError(const char* call, ncclResult_t e, ncclComm_t comm) {
-    std::string detail = comm != nullptr ? ncclGetLastError(comm) : "";
-    return absl::InternalError(absl::StrCat(call, ": ", ncclGetErrorString(e),
+  static absl::Status NcclError(const Nccl& nccl, const char* call, ncclResult_t e,
+                                ncclComm_t comm) {
+    const char* last = comm != nullptr ? nccl.GetLastError(comm) : nullptr;
+    const std::string detail = last != nullptr ? last : "";
+    return absl::InternalError(absl::StrCat(call, ": ", nccl.GetErrorString(e),
                                             detail.empty() ? "" : absl::StrCat(" (", detail, ")")));
   }
 
@@ -220,11 +276,12 @@ class NcclBackend final : public DeviceCollectiveBackend {
     if (it != comms_.end()) return &it->second;
     std::vector<ncclComm_t> comms(ordinals.size(), nullptr);
     ncclResult_t r =
-        ncclCommInitAll(comms.data(), static_cast<int>(ordinals.size()), ordinals.data());
-    if (r != ncclSuccess) return NcclError("ncclCommInitAll", r, nullptr);
+        nccl_.CommInitAll(comms.data(), static_cast<int>(ordinals.size()), ordinals.data());
+    if (r != ncclSuccess) return NcclError(nccl_, "ncclCommInitAll", r, nullptr);
     return &comms_.emplace(ordinals, std::move(comms)).first->second;
   }
 
+  const Nccl& nccl_;
   const std::string name_ = "nccl";
   std::mutex mu_;
   // Kept for the process: a GPU set's communicator serves every session.
@@ -237,15 +294,20 @@ DeviceCollectiveBackend* NcclCollectiveBackend() {
   static DeviceCollectiveBackend* const backend = []() -> DeviceCollectiveBackend* {
     const char* env = std::getenv("GRAPHRUN_NCCL");
     if (env != nullptr && std::string(env) == "0") return nullptr;
+    std::string why;
+    const Nccl* nccl = Nccl::Load(&why);
     int version = 0;
-    ncclResult_t r = ncclGetVersion(&version);
-    if (r != ncclSuccess) {
+    if (nccl != nullptr) {
+      ncclResult_t r = nccl->GetVersion(&version);
+      if (r != ncclSuccess) why = nccl->GetErrorString(r);
+    }
+    if (nccl == nullptr || !why.empty()) {
       std::fprintf(stderr,
                    "graphrun: NCCL does not load (%s); GPU collectives go through host memory\n",
-                   ncclGetErrorString(r));
+                   why.c_str());
       return nullptr;
     }
-    return new NcclBackend();
+    return new NcclBackend(nccl);
   }();
   return backend;
 }

@@ -15,8 +15,12 @@
 // once its work is enqueued. Rounds are enqueued under one lock, so the
 // collectives of every communicator come in the same order on each GPU.
 //
-// GRAPHRUN_NCCL=0 turns it off: the GPUs' collectives then go through
-// host memory, as on a build without NCCL.
+// NCCL is loaded at run time (dlopen of libnccl.so.2): where it is missing
+// the process says so once and the GPUs' collectives go through host
+// memory, as GRAPHRUN_NCCL=0 makes them. ncclAvg scales each value by 1/n
+// before it sums, so a mean through NCCL may differ in the last bits from
+// the host path's sum-then-divide; every replica gets the same bits either
+// way.
 #ifndef GRAPHRUN_KERNELS_GPU_NCCL_BACKEND_H_
 #define GRAPHRUN_KERNELS_GPU_NCCL_BACKEND_H_
 

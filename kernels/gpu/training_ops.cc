@@ -33,7 +33,7 @@ class GpuApplyOp : public GpuOpKernel {
     for (const auto& arg : ctx->op_def().input_arg()) arg_names_.push_back(arg.name());
   }
 
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status ComputeOnGpu(OpKernelContext* ctx) override {
     std::vector<std::shared_ptr<Var>> vars;
     for (int i = 0; i < num_vars_; ++i) {
       const Tensor& h = ctx->input(i);

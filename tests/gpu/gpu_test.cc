@@ -668,7 +668,8 @@ int GpuCount() {
 }
 
 // Members on GPU:0..n-1, member k with [2, 3] values k*10 + i: a mean
-// all-reduce, a gather and a broadcast from GPU:0, over group 1 of n.
+// all-reduce (of their Relu, the same values), a gather and a broadcast
+// from GPU:0, over group 1 of n.
 std::string CollectiveGraph(int n) {
   auto scalar = [](const std::string& name, int v) {
     return absl::StrCat("node { name: '", name,
@@ -692,8 +693,11 @@ std::string CollectiveGraph(int n) {
                     "' attr { key: 'dtype' value { type: DT_FLOAT } } attr { key: 'value' value { "
                     "tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } dim { size: 3 } } ",
                     values, " } } } }\n");
+    // A kernel on each GPU first (launched with that GPU current).
+    absl::StrAppend(&g, "node { name: 'relu", k, "' op: 'Relu' device: '", dev, "' input: 'x", k,
+                    "' attr { key: 'T' value { type: DT_FLOAT } } }\n");
     absl::StrAppend(&g, "node { name: 'r", k, "' op: 'CollectiveReduceV2' device: '", dev,
-                    "' input: 'x", k,
+                    "' input: 'relu", k,
                     "' input: 'size' input: 'key' input: 'i_reduce' attr { key: 'merge_op' value "
                     "{ s: 'Add' } } attr { key: 'final_op' value { s: 'Div' } } ",
                     common, " }\n");
