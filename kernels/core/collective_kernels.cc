@@ -72,19 +72,26 @@ class CollectiveOp : public AsyncOpKernel {
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    std::vector<Tensor> in;
-    for (int i = 0; i < kUsedInputs; ++i) in.push_back(ctx->input(i));
-    RunMember(ctx, std::move(in), [ctx, done = std::move(done)](absl::StatusOr<Tensor> r) {
-      if (!r.ok()) {
-        done(r.status());
-        return;
-      }
-      ctx->set_output(0, std::move(*r));
-      done(absl::OkStatus());
-    });
+    RunOnInputs(ctx, std::move(done));
   }
 
  protected:
+  // Runs this member's part on the op's inputs as they are, and sets the
+  // result as output 0. With a `backend`, the data input and the result
+  // are in `acc`'s memory (see RunMember).
+  void RunOnInputs(OpKernelContext* ctx, DoneCallback done, Accelerator* acc = nullptr,
+                   DeviceCollectiveBackend* backend = nullptr) {
+    std::vector<Tensor> in;
+    for (int i = 0; i < kUsedInputs; ++i) in.push_back(ctx->input(i));
+    RunMember(
+        ctx, std::move(in),
+        [ctx, done = std::move(done)](absl::StatusOr<Tensor> r) {
+          if (r.ok()) ctx->set_output(0, std::move(*r));
+          done(r.status());
+        },
+        acc, backend);
+  }
+
   // Inputs read: the data (none for a broadcast receiver), group_size,
   // group_key, instance_key (and the receiver's shape).
   static constexpr int kUsedInputs = 4;
@@ -176,15 +183,7 @@ class AcceleratorCollectiveOp : public CollectiveOp {
                                 ctx->input(0).memory_space() == acc->memory_space();
     if (backend != nullptr && executor != nullptr && executor->RunsDeviceBackends() &&
         data_on_device && (hint == "auto" || hint.empty() || hint == backend->name())) {
-      std::vector<Tensor> in;
-      for (int i = 0; i < kUsedInputs; ++i) in.push_back(ctx->input(i));
-      RunMember(
-          ctx, std::move(in),
-          [ctx, done](absl::StatusOr<Tensor> r) {
-            if (r.ok()) ctx->set_output(0, std::move(*r));
-            done(r.status());
-          },
-          acc, backend);
+      RunOnInputs(ctx, std::move(done), acc, backend);
       return;
     }
     // The result, back into device memory.

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "graph/proto/tensor_bundle.pb.h"
 #include "graph/tensor.h"
 #include "kernels/io/checkpoint_util.h"
 
@@ -138,6 +139,17 @@ absl::Status ForEachTableRecord(
 // version that needs a newer reader).
 absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
                            std::vector<BundleEntry>* entries);
+// The shape and the (resolved) slice of tensor `name` as a table record
+// gives them; InvalidArgument naming the tensor for an unknown or too
+// large rank, bad dimensions, or a slice of another rank or leaving the
+// shape. `unresolved`, when given, gets the slice as written ("-" for a
+// whole dimension), which its OrderedCode key is made of.
+absl::StatusOr<TensorShape> ShapeFromProto(const std::string& name,
+                                           const tensorflow::TensorShapeProto& p);
+absl::StatusOr<TensorSlice> SliceFromProto(const std::string& name,
+                                           const tensorflow::TensorSliceProto& p,
+                                           const TensorShape& shape,
+                                           TensorSlice* unresolved = nullptr);
 // Decodes a string tensor in TensorFlow's layout (EncodeStrings), checking
 // the length checksum and the entry's `crc32c` as TensorFlow does. Strings
 // graphrun wrote before it checksummed them so (the length checksum over

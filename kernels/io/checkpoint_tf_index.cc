@@ -471,6 +471,45 @@ absl::Status ForEachTableRecord(
   });
 }
 
+absl::StatusOr<TensorShape> ShapeFromProto(const std::string& name,
+                                           const tensorflow::TensorShapeProto& p) {
+  if (p.unknown_rank() || p.dim_size() > kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': bad shape"));
+  }
+  std::vector<int64_t> dims;
+  for (const auto& d : p.dim()) dims.push_back(d.size());
+  auto s = TensorShape::Make(dims);
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", s.status().message()));
+  }
+  return *s;
+}
+
+absl::StatusOr<TensorSlice> SliceFromProto(const std::string& name,
+                                           const tensorflow::TensorSliceProto& p,
+                                           const TensorShape& shape, TensorSlice* unresolved) {
+  if (p.extent_size() != shape.dims()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': a slice of rank ",
+                                                   p.extent_size(), " for shape ",
+                                                   shape.DebugString()));
+  }
+  TensorSlice s;
+  for (const auto& e : p.extent()) {
+    if (e.has_length_case() == tensorflow::TensorSliceProto::Extent::kLength) {
+      s.AddDim(e.start(), e.length());
+    } else {
+      s.AddDim(0, -1);
+    }
+  }
+  auto resolved = s.Resolve(shape);
+  if (!resolved.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "': ", resolved.status().message()));
+  }
+  if (unresolved != nullptr) *unresolved = std::move(s);
+  return *resolved;
+}
+
 absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
                            std::vector<BundleEntry>* entries) {
   std::map<std::string, tensorflow::BundleEntryProto> protos;
@@ -515,20 +554,6 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
       }));
   if (!have_header) return absl::InvalidArgumentError("no header entry");
 
-  auto shape_of = [](const std::string& name,
-                     const tensorflow::TensorShapeProto& p) -> absl::StatusOr<TensorShape> {
-    if (p.unknown_rank() || p.dim_size() > kMaxRank) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': bad shape"));
-    }
-    std::vector<int64_t> dims;
-    for (const auto& d : p.dim()) dims.push_back(d.size());
-    auto s = TensorShape::Make(dims);
-    if (!s.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", name, "': ", s.status().message()));
-    }
-    return *s;
-  };
   // Fills the data fields of `e` from `p`, checking them.
   auto data_of = [&](const tensorflow::BundleEntryProto& p, BundleEntry* e) -> absl::Status {
     if (p.shard_id() < 0 || p.shard_id() >= *num_shards || p.offset() < 0 || p.size() < 0) {
@@ -557,7 +582,7 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
     BundleEntry e;
     e.name = key;
     e.dtype = static_cast<DataType>(p.dtype());
-    GR_ASSIGN_OR_RETURN(e.shape, shape_of(key, p.shape()));
+    GR_ASSIGN_OR_RETURN(e.shape, ShapeFromProto(key, p.shape()));
     if (!Storable(e.dtype)) {
       // Kept as a name only: looking it up is the error (BundleReader).
       e.unreadable = true;
@@ -574,29 +599,13 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
     }
     for (const auto& sp : p.slices()) {
       TensorSlice s;
-      if (sp.extent_size() != e.shape.dims()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("tensor '", key, "': a slice of rank ", sp.extent_size()));
-      }
-      for (const auto& ext : sp.extent()) {
-        if (ext.has_length_case() == tensorflow::TensorSliceProto::Extent::kLength) {
-          s.AddDim(ext.start(), ext.length());
-        } else {
-          s.AddDim(0, -1);
-        }
-      }
+      BundleEntry part = e;
+      GR_ASSIGN_OR_RETURN(part.slice, SliceFromProto(key, sp, e.shape, &s));
       auto it = protos.find(EncodeTensorNameSlice(key, s));
       if (it == protos.end()) {
         return absl::InvalidArgumentError(
             absl::StrCat("tensor '", key, "': slice ", s.DebugString(), " has no entry"));
       }
-      BundleEntry part = e;
-      auto resolved = s.Resolve(e.shape);
-      if (!resolved.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("tensor '", key, "': ", resolved.status().message()));
-      }
-      part.slice = *resolved;
       GR_RETURN_IF_ERROR(data_of(it->second, &part));
       entries->push_back(std::move(part));
     }

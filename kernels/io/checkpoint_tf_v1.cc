@@ -74,48 +74,6 @@ int64_t ValueCount(const tensorflow::TensorProto& p, DataType dtype) {
   }
 }
 
-absl::StatusOr<TensorShape> ShapeOf(const std::string& name,
-                                    const tensorflow::TensorShapeProto& p) {
-  if (p.unknown_rank() || p.dim_size() > kMaxRank) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': bad shape"));
-  }
-  std::vector<int64_t> dims;
-  for (const auto& d : p.dim()) dims.push_back(d.size());
-  auto s = TensorShape::Make(dims);
-  if (!s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", s.status().message()));
-  }
-  return *s;
-}
-
-// The slice a TensorSliceProto describes (whole dimensions unresolved).
-absl::StatusOr<TensorSlice> SliceOf(const std::string& name, const tensorflow::TensorSliceProto& p,
-                                    const TensorShape& shape) {
-  if (p.extent_size() != shape.dims()) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': a slice of rank ",
-                                                   p.extent_size(), " for shape ",
-                                                   shape.DebugString()));
-  }
-  TensorSlice s;
-  for (const auto& e : p.extent()) {
-    if (e.has_length_case() == tensorflow::TensorSliceProto::Extent::kLength) {
-      if (e.start() < 0 || e.length() < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("tensor '", name, "': a slice with a negative start or length"));
-      }
-      s.AddDim(e.start(), e.length());
-    } else {
-      s.AddDim(0, -1);
-    }
-  }
-  auto resolved = s.Resolve(shape);
-  if (!resolved.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor '", name, "': ", resolved.status().message()));
-  }
-  return *resolved;
-}
-
 }  // namespace
 
 absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEntry>* entries,
@@ -141,14 +99,14 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
               return absl::InvalidArgumentError(
                   absl::StrCat("tensor '", e.name, "': dtype ", m.type(), " cannot be restored"));
             }
-            GR_ASSIGN_OR_RETURN(e.shape, ShapeOf(e.name, m.shape()));
+            GR_ASSIGN_OR_RETURN(e.shape, ShapeFromProto(e.name, m.shape()));
             if (tensors.count(e.name) > 0) {
               return absl::InvalidArgumentError(
                   absl::StrCat("tensor '", e.name, "' is listed twice"));
             }
             std::vector<TensorSlice>& slices = listed[e.name];
             for (const auto& sp : m.slice()) {
-              GR_ASSIGN_OR_RETURN(TensorSlice s, SliceOf(e.name, sp, e.shape));
+              GR_ASSIGN_OR_RETURN(TensorSlice s, SliceFromProto(e.name, sp, e.shape));
               slices.push_back(s);
             }
             tensors.emplace(e.name, std::move(e));
@@ -165,7 +123,7 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
               absl::StrCat("data for tensor '", d.name(), "', which the meta does not list"));
         }
         BundleEntry e = t->second;
-        GR_ASSIGN_OR_RETURN(e.slice, SliceOf(e.name, d.slice(), e.shape));
+        GR_ASSIGN_OR_RETURN(e.slice, SliceFromProto(e.name, d.slice(), e.shape));
         const std::vector<TensorSlice>& slices = listed[e.name];
         if (std::find(slices.begin(), slices.end(), e.slice) == slices.end()) {
           return absl::InvalidArgumentError(absl::StrCat("tensor '", e.name, "': data for slice ",

@@ -128,7 +128,7 @@ absl::StatusOr<TensorSlice> TensorSlice::Resolve(const TensorShape& shape) const
     int64_t dim = shape.dim_size(d);
     if (IsFullAt(d)) {
       r.AddDim(0, dim);
-    } else if (start(d) > dim || length(d) > dim - start(d)) {
+    } else if (start(d) < 0 || start(d) > dim || length(d) > dim - start(d)) {
       return absl::InvalidArgumentError(
           absl::StrCat("slice ", DebugString(), " leaves shape ", shape.DebugString()));
     } else {

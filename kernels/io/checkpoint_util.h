@@ -77,7 +77,8 @@ class TensorSlice {
   }
 
   // The slice with every "-" replaced by the dimension's extent.
-  // InvalidArgument when the rank differs or the box leaves `shape`.
+  // InvalidArgument when the rank differs or the box leaves `shape` (a
+  // negative start too: a table record may hold one).
   absl::StatusOr<TensorSlice> Resolve(const TensorShape& shape) const;
   // REQUIRES: resolved (no "-").
   TensorShape SliceShape() const;
