@@ -19,16 +19,19 @@ namespace collective_internal {
 // The dtype and shape members of an instance must agree on: for a gather
 // all but dimension 0, for a broadcast the whole shape.
 std::string Signature(const CollectiveArgs& a, const Tensor& input, bool push) {
+  // Members in device memory name their transport: a device member and a
+  // host member never meet.
+  const std::string via = a.backend != nullptr ? absl::StrCat(kVia, a.backend->name()) : "";
   if (a.type == CollectiveType::kReduce) {
     // What every member must agree on, algorithm and transport included.
     return absl::StrCat(DataTypeString(a.dtype), "[", input.NumElements(), "] merge ",
                         static_cast<int>(a.merge_op), " final ", static_cast<int>(a.final_op),
-                        " hint ", a.communication_hint, push ? " push" : " pull");
+                        " hint ", a.communication_hint, push ? " push" : " pull", via);
   }
   TensorShape shape = a.type == CollectiveType::kBroadcastRecv ? a.shape : input.shape();
   std::vector<int64_t> dims(shape.dim_sizes().begin(), shape.dim_sizes().end());
   if (a.type == CollectiveType::kGather && !dims.empty()) dims.erase(dims.begin());
-  return absl::StrCat(DataTypeString(a.dtype), "[", absl::StrJoin(dims, ","), "]");
+  return absl::StrCat(DataTypeString(a.dtype), "[", absl::StrJoin(dims, ","), "]", via);
 }
 
 // "collective reduce of group 1 instance 7 (node 'r' on DEVICE)".
@@ -103,7 +106,13 @@ void RemoteCollectives::Run(const CollectiveArgs& args, const Tensor& input,
   st->input = input;
   st->done = std::move(done);
   st->cancel = cancel;
-  if (args.type == CollectiveType::kReduce &&
+  if (args.backend != nullptr && !args.backend->SpansProcesses()) {
+    st->done(absl::InternalError(absl::StrCat(Describe(args), ": ", args.backend->name(),
+                                              " does not span processes, yet came to a cluster's "
+                                              "collectives")));
+    return;
+  }
+  if (args.type == CollectiveType::kReduce && args.backend == nullptr &&
       (!collective_math::Reducible(args.dtype) || input.dtype() != args.dtype)) {
     st->done(absl::InvalidArgumentError(
         absl::StrCat(Describe(args), ": cannot reduce ", DataTypeString(input.dtype()))));
@@ -336,9 +345,10 @@ void RemoteCollectives::Start(std::shared_ptr<RunState> st) {
   }
   st->rank = static_cast<int>(pos - g.devices.begin());
   st->n = g.size;
-  if (st->args.type == CollectiveType::kReduce) {
+  if (st->args.type == CollectiveType::kReduce && st->args.backend == nullptr) {
     // The members agree on dtype, size and algorithm the first time an
-    // instance runs (at the leader); later runs of it skip the round trip.
+    // instance runs (at the leader); later runs of it skip the round trip
+    // (device runs agree every time: the verdict orders them).
     const std::string signature = Signature(st->args, st->input, push_);
     bool checked;
     {
@@ -639,9 +649,9 @@ void RemoteCollectives::ResolveInstance(std::shared_ptr<RunState> st) {
   auto opts = std::make_shared<CallOptions>();
   auto req = std::make_shared<RecvTensorRequest>();
   auto res = std::make_shared<RecvTensorResult>();
-  req->set_rendezvous_key(absl::StrCat(kInst, a.group_key, ";", a.instance_key, ";", st->run, ";",
-                                       a.group_size, ";", a.device, ";", std::string(1, role), ";",
-                                       rows, ";", Signature(a, st->input, push_)));
+  req->set_rendezvous_key(absl::StrCat(
+      kInst, a.group_key, ";", a.instance_key, ";", st->run, ";", a.group_size, ";", a.device, ";",
+      std::string(1, role), ";", rows, ";", CommField(st), ";", Signature(a, st->input, push_)));
   {
     std::lock_guard<std::mutex> l(st->mu);
     if (st->finished) return;
@@ -656,7 +666,9 @@ void RemoteCollectives::ResolveInstance(std::shared_ptr<RunState> st) {
         }
         const std::string answer(res->tensor.raw_data(),
                                  static_cast<size_t>(res->tensor.TotalBytes()));
-        if (st->args.type == CollectiveType::kReduce) {
+        if (st->args.backend != nullptr) {
+          StartDevice(st, answer);
+        } else if (st->args.type == CollectiveType::kReduce) {
           {
             std::lock_guard<std::mutex> l(mu_);
             checked_[{st->args.group_key, st->args.instance_key}] =

@@ -34,6 +34,17 @@
 // or by the same commutative merges on every member (doubling), so every
 // member gets bit-identical bytes.
 //
+// Members in device memory (args.backend, a DeviceCollectiveBackend that
+// spans processes: NCCL between the GPUs of several workers) take another
+// path: every run agrees at the leader, the member of rank 0 adding its
+// process's communicator id for the group (made once, by the backend), and
+// the leader's verdict gives the run a sequence number within the group
+// and the id. Each process hands the group's rounds to the backend
+// (RunRanks, its members of a round together) strictly in that sequence,
+// so every rank of a communicator enqueues the same collectives in the
+// same order, whatever order its kernels arrived in. Device and host
+// members of one instance disagree on the signature (InvalidArgument).
+//
 // Gather and broadcast first agree at the leader (as TensorFlow's instance
 // resolution), and so does an all-reduce instance on its first run (dtype,
 // size, ops, hint: what picks the algorithm, so members never wait on each
@@ -89,6 +100,10 @@ class RemoteCollectives final : public CollectiveExecutor {
 
   void Run(const CollectiveArgs& args, const Tensor& input, CancellationManager* cancel,
            DoneCallback done) override;
+  // Backends whose communicators span processes (see the top).
+  bool RunsDeviceBackend(const DeviceCollectiveBackend& backend) const override {
+    return backend.SpansProcesses();
+  }
 
   // A peer's RecvTensor of a collective key: a group join (on the leader)
   // or a published buffer. `opts` (may be null) cancels the wait.
@@ -157,6 +172,7 @@ class RemoteCollectives final : public CollectiveExecutor {
   // each member said (role, rows, signature), until all have.
   struct LeaderInstance {
     std::map<std::string, std::string> members;  // device -> "ROLE;ROWS;SIGNATURE"
+    std::string rank0_comm;                      // device runs: rank 0's COMM field
     std::vector<Waiter> pending;
   };
 
@@ -210,6 +226,16 @@ class RemoteCollectives final : public CollectiveExecutor {
   void GatherStep(std::shared_ptr<RunState> st, int t);
   void Take(const std::string& key, CallOptions* opts, RecvTensorResult* out, StatusCallback done);
   void TimerLoop();
+  // Device members (collective_remote_device.cc). The COMM field of a
+  // device run's instance key: "id:HEX" (rank 0's communicator id),
+  // "!why" (rank 0 could not make one), or "" (other ranks).
+  std::string CommField(const std::shared_ptr<RunState>& st);
+  // Takes the leader's verdict for a device run ("TEXT#SEQ#HEX"): the
+  // run's sequence number and communicator, then queues it for launch.
+  void StartDevice(std::shared_ptr<RunState> st, const std::string& answer);
+  // Launches the group's rounds whose local members are all queued, in
+  // sequence order (one thread at a time per group).
+  void LaunchDevice(int32_t group);
 
   const std::string task_;
   WorkerCacheInterface* const workers_;
@@ -243,6 +269,17 @@ class RemoteCollectives final : public CollectiveExecutor {
   std::condition_variable drained_cv_;  // buffers_ became empty
   bool stopping_ = false;
   std::thread timer_;
+  // Device members: per group, the next sequence number to launch, the
+  // runs queued by sequence number, and whether a thread is launching.
+  struct DeviceQueue {
+    int64_t next = 0;
+    std::map<int64_t, std::vector<std::shared_ptr<RunState>>> ready;
+    bool launching = false;
+  };
+  std::map<int32_t, DeviceQueue> device_queues_;
+  std::map<int32_t, int64_t> leader_sequence_;  // leader: the next device run's number
+  std::mutex comm_mu_;                          // making communicator ids (outside mu_)
+  std::map<int32_t, std::string> comm_ids_;     // rank 0's communicator per group
 };
 
 }  // namespace distributed

@@ -26,6 +26,8 @@ inline constexpr char kInst[] = "collective;inst;";
 // (push mode): "collective;abort;TASK", a uint8 tensor of the int32
 // status code and the message.
 inline constexpr char kAbort[] = "collective;abort;";
+// Ends the signature of a member in device memory: " via BACKEND".
+inline constexpr char kVia[] = " via ";
 
 // What the members of an instance must agree on (dtype and shape; for an
 // all-reduce also the ops, hint and transport, which pick the algorithm).
@@ -58,6 +60,11 @@ struct RemoteCollectives::RunState {
   Tensor flat_buffer, flat_output;  // ring: 1-D views of the input and the output
   // Gather: every member's rows (rank order) and the pieces received.
   std::vector<int64_t> rows;
+  // Device members: the broadcast's sender, the group's communicator, and
+  // the run's place in the group's sequence (the leader's verdict).
+  int sender = -1;
+  std::string communicator;
+  int64_t sequence = -1;
   std::vector<Tensor> pieces;
   int64_t elem = 0;  // bytes per element
   // Ring: segments of the tensor, each N chunks.

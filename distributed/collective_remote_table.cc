@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,6 +23,7 @@ using collective_internal::kBuf;
 using collective_internal::kInst;
 using collective_internal::kJoin;
 using collective_internal::kPrefix;
+using collective_internal::kVia;
 using collective_internal::Mod;
 using collective_internal::Signature;
 
@@ -100,13 +102,13 @@ StatusCallback RemoteCollectives::TakeLeaderWaiter(uint64_t call) {
 
 void RemoteCollectives::ServeInstance(const std::string& key, CallOptions* opts,
                                       RecvTensorResult* out, StatusCallback done) {
-  // "collective;inst;G;I;RUN;SIZE;DEVICE;ROLE;ROWS;SIGNATURE"
+  // "collective;inst;G;I;RUN;SIZE;DEVICE;ROLE;ROWS;COMM;SIGNATURE"
   std::vector<std::string> parts =
-      absl::StrSplit(key.substr(sizeof(kInst) - 1), absl::MaxSplits(';', 7));
+      absl::StrSplit(key.substr(sizeof(kInst) - 1), absl::MaxSplits(';', 8));
   int32_t group = 0, instance = 0;
   int64_t run = 0;
   int size = 0;
-  if (parts.size() != 8 || !absl::SimpleAtoi(parts[0], &group) ||
+  if (parts.size() != 9 || !absl::SimpleAtoi(parts[0], &group) ||
       !absl::SimpleAtoi(parts[1], &instance) || !absl::SimpleAtoi(parts[2], &run) ||
       !absl::SimpleAtoi(parts[3], &size) || parts[5].size() != 1) {
     done(
@@ -139,7 +141,8 @@ void RemoteCollectives::ServeInstance(const std::string& key, CallOptions* opts,
     }
     if (refused.ok()) {
       LeaderInstance& inst = leader_instances_[{group, instance, run}];
-      inst.members[device] = absl::StrCat(parts[5], ";", parts[6], ";", parts[7]);
+      inst.members[device] = absl::StrCat(parts[5], ";", parts[6], ";", parts[8]);
+      if (device == *git->second.devices.begin()) inst.rank0_comm = parts[7];
       inst.pending.push_back({out, std::move(done), opts, call});
       if (static_cast<int>(inst.members.size()) < size) return;
       // Every member spoke: one verdict for all, in rank order.
@@ -184,6 +187,19 @@ void RemoteCollectives::ServeInstance(const std::string& key, CallOptions* opts,
         rows.push_back(f[1]);
         ++rank;
       }
+      // Device members (their signature names the backend): the run's
+      // number in the group's sequence and rank 0's communicator.
+      const bool device_run = absl::StrContains(signature, kVia);
+      const std::string& comm = inst.rank0_comm;
+      if (verdict.ok() && device_run && !absl::StartsWith(comm, "id:")) {
+        verdict = absl::Status(
+            comm.empty() ? absl::StatusCode::kInvalidArgument : absl::StatusCode::kInternal,
+            absl::StrCat("collective instance ", instance, " of group ", group, ": rank 0 (",
+                         *git->second.devices.begin(), ") ",
+                         comm.empty()
+                             ? "gave no communicator id"
+                             : absl::StrCat("could not make a communicator: ", comm.substr(1))));
+      }
       if (verdict.ok()) {
         if (first_kind == 'a') {
           text = "ok";
@@ -196,6 +212,9 @@ void RemoteCollectives::ServeInstance(const std::string& key, CallOptions* opts,
         } else {
           text = absl::StrCat("src;", source);
         }
+      }
+      if (verdict.ok() && device_run) {
+        absl::StrAppend(&text, "#", leader_sequence_[group]++, "#", comm.substr(3));
       }
       answer.swap(inst.pending);
       leader_instances_.erase({group, instance, run});
@@ -394,6 +413,7 @@ void RemoteCollectives::Abort(const absl::Status& why, bool tell_peers) {
       for (Waiter& w : inst.pending) failed.push_back(std::move(w));
     }
     leader_instances_.clear();
+    device_queues_.clear();  // (their runs are in running_)
     runs.assign(running_.begin(), running_.end());
   }
   // Push mode: peers wait for pieces instead of asking for them, so they

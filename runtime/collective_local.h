@@ -53,7 +53,7 @@ class InProcessCollectives final : public CollectiveExecutor {
            DoneCallback done) override;
   // Every member is in this process: a round whose members all name one
   // DeviceCollectiveBackend (NCCL) runs there, in device memory.
-  bool RunsDeviceBackends() const override { return true; }
+  bool RunsDeviceBackend(const DeviceCollectiveBackend&) const override { return true; }
 
   // Elements per parallel chunk of a reduction (tests lower it).
   void set_chunk_elements(int64_t n) { chunk_elements_ = n; }

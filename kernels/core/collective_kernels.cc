@@ -10,7 +10,8 @@
 // the host-to-device stream. So MirroredStrategy replicates over the
 // accelerators of a host without a device-to-device transport. Where the
 // device has one (Accelerator::collective_backend: NCCL for GPUs), the
-// step's executor holds every member (in-process) and the
+// step's executor runs it (in-process, every member here; a cluster's,
+// when the backend's communicators span processes) and the
 // communication_hint is "auto" or the backend's name, the member's tensors
 // stay in device memory and the round runs through it.
 #include <memory>
@@ -174,14 +175,16 @@ class AcceleratorCollectiveOp : public CollectiveOp {
       return;
     }
     // In device memory when the device has a transport of its own (NCCL),
-    // every member is in this process, and the hint allows it.
+    // the step's executor runs it (every member in this process, or a
+    // cluster's executor and a backend that spans processes), and the hint
+    // allows it.
     DeviceCollectiveBackend* backend = acc->collective_backend();
     CollectiveExecutor* executor = ctx->collective_executor();
     const std::string& hint = args().communication_hint;
     // The data (none for a broadcast receiver) must be in device memory.
     const bool data_on_device = kType == CollectiveType::kBroadcastRecv ||
                                 ctx->input(0).memory_space() == acc->memory_space();
-    if (backend != nullptr && executor != nullptr && executor->RunsDeviceBackends() &&
+    if (backend != nullptr && executor != nullptr && executor->RunsDeviceBackend(*backend) &&
         data_on_device && (hint == "auto" || hint.empty() || hint == backend->name())) {
       RunOnInputs(ctx, std::move(done), acc, backend);
       return;

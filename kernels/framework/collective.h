@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graph/tensor.h"
 #include "kernels/framework/cancellation.h"
@@ -67,22 +68,35 @@ struct CollectiveArgs {
   std::string node;     // the op's node, for errors
   // Set when the member's input (and result) stay in its accelerator's
   // memory and the round runs through `backend` (NCCL for GPUs); null for
-  // members in host memory. Only executors that RunsDeviceBackends() see
-  // them.
+  // members in host memory. Only executors that RunsDeviceBackend(backend)
+  // see them.
   Accelerator* accelerator = nullptr;
   DeviceCollectiveBackend* backend = nullptr;
 };
 
-// A transport that runs whole rounds in device memory (NCCL between the
-// GPUs of one process). An in-process executor gathers a round's members
-// as for host memory, validates them (types, shapes, senders), and hands
-// the round to the backend when every member names it.
+// A transport that runs whole rounds in device memory (NCCL between
+// GPUs). Within one process, an in-process executor gathers a round's
+// members as for host memory, validates them (types, shapes, senders), and
+// hands the round to RunRound when every member names the backend. Across
+// processes (a backend that SpansProcesses), the members of a group share
+// one communicator: rank 0's process makes its id (NewCommunicatorId), the
+// group's leader hands it to every member with each run's verdict, and
+// each process runs its own members' part of every round through
+// RunRanks, in the order the leader gave the group's rounds.
 class DeviceCollectiveBackend {
  public:
   struct Member {
     const CollectiveArgs* args;  // args->accelerator holds `input`
     const Tensor* input;         // device memory; empty for kBroadcastRecv
     std::function<void(absl::StatusOr<Tensor>)> done;
+  };
+  // One process's part of a round of a communicator spanning processes.
+  struct Round {
+    std::string communicator;   // rank 0's NewCommunicatorId
+    int size = 0;               // ranks in all (the group's size)
+    std::vector<int> ranks;     // members[i] is rank ranks[i] (ascending)
+    std::vector<int64_t> rows;  // gather: every rank's dimension 0, in rank order
+    int sender = -1;            // broadcast: the sender's rank
   };
   virtual ~DeviceCollectiveBackend() = default;
   // "nccl"; a communication_hint of this name asks for it.
@@ -92,6 +106,22 @@ class DeviceCollectiveBackend {
   // tensor in its device's memory (ordered before the device's later
   // work), or an error naming the round.
   virtual void RunRound(std::vector<Member> members) = 0;
+
+  // Whether a communicator may span processes (RunRanks).
+  virtual bool SpansProcesses() const { return false; }
+  // A new communicator's id, made by rank 0's process (NCCL: an
+  // ncclUniqueId, whose bootstrap listens in this process).
+  virtual absl::StatusOr<std::string> NewCommunicatorId() {
+    return absl::UnimplementedError(name() + " does not span processes");
+  }
+  // This process's members of one round, validated by the group's leader
+  // (dtype, shape, one sender). The first round of a communicator joins it
+  // (every process's ranks join together). Every process calls RunRanks
+  // for a communicator's rounds in the same order; calls each member's
+  // `done` exactly once, as RunRound does.
+  virtual void RunRanks(const Round& round, std::vector<Member> members) {
+    for (Member& m : members) m.done(absl::UnimplementedError(name() + " does not span processes"));
+  }
 };
 
 class CollectiveExecutor {
@@ -108,9 +138,10 @@ class CollectiveExecutor {
   // (may be null) cancels first, Unavailable when a member's task is gone.
   virtual void Run(const CollectiveArgs& args, const Tensor& input, CancellationManager* cancel,
                    DoneCallback done) = 0;
-  // Whether members with a DeviceCollectiveBackend (args.backend) may
-  // come here: every member of its rounds is in this process.
-  virtual bool RunsDeviceBackends() const { return false; }
+  // Whether members with `backend` (args.backend) may come here: an
+  // in-process executor runs any backend (every member of its rounds is
+  // in this process); a cluster's, backends that span processes.
+  virtual bool RunsDeviceBackend(const DeviceCollectiveBackend& backend) const { return false; }
 };
 
 }  // namespace graphrun

@@ -358,7 +358,7 @@ TEST_F(CollectiveClusterTest, LeaderWaitsEndWhenTheirCallsAreCancelled) {
   ASSERT_TRUE(rejoin0.status.ok()) << rejoin0.status;
   EXPECT_EQ(text(rejoin0), dev0 + "\n" + dev1);
   // An instance of the formed group that one member asked for.
-  const std::string inst_key = "collective;inst;5;3;0;2;" + dev0 + ";a;0;float[4]";
+  const std::string inst_key = "collective;inst;5;3;0;2;" + dev0 + ";a;0;;float[4]";
   serve(inst_key, &inst);
   EXPECT_FALSE(inst.done.HasBeenNotified());
   inst.opts.StartCancel();
@@ -450,15 +450,15 @@ TEST_F(CollectiveClusterTest, LeaderTablesAreBounded) {
   // Instances of group 7, each waiting for dev1.
   const int instances = static_cast<int>(RemoteCollectives::kMaxLeaderInstances);
   for (int i = 0; i < instances; ++i) {
-    serve(absl::StrCat("collective;inst;7;", i, ";0;2;", dev0, ";a;0;float[4]"));
+    serve(absl::StrCat("collective;inst;7;", i, ";0;2;", dev0, ";a;0;;float[4]"));
   }
   EXPECT_EQ(answered.load(), 4);
-  serve(absl::StrCat("collective;inst;7;", instances, ";0;2;", dev0, ";a;0;float[4]"));
+  serve(absl::StrCat("collective;inst;7;", instances, ";0;2;", dev0, ";a;0;;float[4]"));
   ASSERT_EQ(answered.load(), 5);
   EXPECT_EQ(last.code(), absl::StatusCode::kResourceExhausted) << last;
   EXPECT_THAT(std::string(last.message()), HasSubstr("holds 65536 instances waiting"));
   // One the leader has still resolves.
-  serve("collective;inst;7;3;0;2;" + dev1 + ";a;0;float[4]");
+  serve("collective;inst;7;3;0;2;" + dev1 + ";a;0;;float[4]");
   ASSERT_EQ(answered.load(), 7);
   EXPECT_TRUE(last.ok()) << last;
   EXPECT_EQ(std::string(outs.back().tensor.raw_data(), outs.back().tensor.TotalBytes()), "ok");
