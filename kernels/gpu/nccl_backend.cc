@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -30,6 +31,8 @@ struct Nccl {
   decltype(&::ncclGetErrorString) GetErrorString = nullptr;
   decltype(&::ncclGetLastError) GetLastError = nullptr;
   decltype(&::ncclCommInitAll) CommInitAll = nullptr;
+  decltype(&::ncclGetUniqueId) GetUniqueId = nullptr;
+  decltype(&::ncclCommInitRank) CommInitRank = nullptr;
   decltype(&::ncclGroupStart) GroupStart = nullptr;
   decltype(&::ncclGroupEnd) GroupEnd = nullptr;
   decltype(&::ncclAllReduce) AllReduce = nullptr;
@@ -56,6 +59,8 @@ struct Nccl {
     sym(&n->GetErrorString, "ncclGetErrorString");
     sym(&n->GetLastError, "ncclGetLastError");
     sym(&n->CommInitAll, "ncclCommInitAll");
+    sym(&n->GetUniqueId, "ncclGetUniqueId");
+    sym(&n->CommInitRank, "ncclCommInitRank");
     sym(&n->GroupStart, "ncclGroupStart");
     sym(&n->GroupEnd, "ncclGroupEnd");
     sym(&n->AllReduce, "ncclAllReduce");
@@ -130,19 +135,49 @@ class NcclBackend final : public DeviceCollectiveBackend {
   const std::string& name() const override { return name_; }
 
   void RunRound(std::vector<Member> members) override {
-    std::vector<Tensor> out;
-    absl::Status s = Run(members, &out);
+    // One process holds every rank: rank i is members[i].
+    Round round;
+    round.size = static_cast<int>(members.size());
+    for (int i = 0; i < round.size; ++i) round.ranks.push_back(i);
+    const CollectiveArgs& a = *members[0].args;
+    if (a.type == CollectiveType::kGather) {
+      for (const Member& x : members) round.rows.push_back(x.input->dim_size(0));
+    } else if (a.type != CollectiveType::kReduce) {
+      for (int i = 0; i < round.size; ++i) {
+        if (members[i].args->type == CollectiveType::kBroadcastSend) round.sender = i;
+      }
+    }
+    Complete(members, Run(round, members, /*one_process=*/true));
+  }
+
+  bool SpansProcesses() const override { return true; }
+
+  absl::StatusOr<std::string> NewCommunicatorId() override {
+    ncclUniqueId id;
+    ncclResult_t r = nccl_.GetUniqueId(&id);
+    if (r != ncclSuccess) return NcclError(nccl_, "ncclGetUniqueId", r, nullptr);
+    return std::string(id.internal, sizeof(id.internal));
+  }
+
+  void RunRanks(const Round& round, std::vector<Member> members) override {
+    Complete(members, Run(round, members, /*one_process=*/false));
+  }
+
+ private:
+  static void Complete(std::vector<Member>& members, absl::StatusOr<std::vector<Tensor>> out) {
     for (size_t i = 0; i < members.size(); ++i) {
-      if (s.ok()) {
-        members[i].done(std::move(out[i]));
+      if (out.ok()) {
+        members[i].done(std::move((*out)[i]));
       } else {
-        members[i].done(s);
+        members[i].done(out.status());
       }
     }
   }
 
- private:
-  absl::Status Run(const std::vector<Member>& m, std::vector<Tensor>* out) {
+  // Enqueues this process's ranks of `round` (members[i] is rank
+  // round.ranks[i]); the results, one per member.
+  absl::StatusOr<std::vector<Tensor>> Run(const Round& round, const std::vector<Member>& m,
+                                          bool one_process) {
     const size_t n = m.size();
     const CollectiveArgs& a = *m[0].args;
     std::vector<GpuAccelerator*> gpus;
@@ -163,7 +198,10 @@ class NcclBackend final : public DeviceCollectiveBackend {
       gpus.push_back(gpu);
       ordinals.push_back(gpu->ordinal());
     }
-    const std::string what = Describe(m[0], ordinals);
+    const std::string what =
+        one_process ? Describe(m[0], ordinals)
+                    : absl::StrCat(Describe(m[0], ordinals), ", ranks ",
+                                   absl::StrJoin(round.ranks, ","), " of ", round.size);
     auto fail = [&](const absl::Status& s) {
       return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
     };
@@ -175,43 +213,51 @@ class NcclBackend final : public DeviceCollectiveBackend {
       if (!o.ok()) return fail(o.status());
       op = *o;
     }
-    // The result's shape (validated by the executor: equal for a
-    // reduction, equal but for dimension 0 for a gather, the sender's for
-    // a broadcast).
-    size_t sender = 0;
+    // The result's shape (validated by the executor or the leader: equal
+    // for a reduction, equal but for dimension 0 for a gather, the
+    // sender's for a broadcast).
     TensorShape shape;
-    std::vector<int64_t> rows;  // gather: each rank's elements
+    std::vector<int64_t> elements;  // gather: each rank's elements
     if (a.type == CollectiveType::kReduce) {
       shape = m[0].input->shape();
     } else if (a.type == CollectiveType::kGather) {
-      int64_t total = 0;
-      for (const Member& x : m) {
-        total += x.input->dim_size(0);
-        rows.push_back(x.input->NumElements());
-      }
       shape = m[0].input->shape();
+      int64_t row = 1;  // elements per row
+      for (int d = 1; d < shape.dims(); ++d) row *= shape.dim_size(d);
+      int64_t total = 0;
+      for (int64_t r : round.rows) {
+        total += r;
+        elements.push_back(r * row);
+      }
       shape.set_dim(0, total);
     } else {
-      while (sender < n && m[sender].args->type != CollectiveType::kBroadcastSend) ++sender;
-      if (sender == n) return fail(absl::InternalError("a broadcast without a sender"));
-      shape = m[sender].input->shape();
+      if (round.sender < 0 || round.sender >= round.size) {
+        return fail(absl::InternalError("a broadcast without a sender"));
+      }
+      shape = a.type == CollectiveType::kBroadcastSend ? m[0].input->shape() : a.shape;
     }
-    out->clear();
+    std::vector<Tensor> out;
     for (size_t i = 0; i < n; ++i) {
       absl::StatusOr<Tensor> t = gpus[i]->AllocateDevice(a.dtype, shape, absl::StrCat(what, ": "));
       if (!t.ok()) return t.status();
-      out->push_back(*std::move(t));
+      out.push_back(*std::move(t));
     }
     const size_t count = static_cast<size_t>(shape.num_elements());
-    if (count == 0) {
+    if (count == 0 && one_process) {
       rounds_run.fetch_add(1);
-      return absl::OkStatus();
+      return out;
     }
     const size_t elem = static_cast<size_t>(DataTypeSize(a.dtype));
 
     std::lock_guard<std::mutex> l(mu_);
-    absl::StatusOr<std::vector<ncclComm_t>*> comms = Comms(ordinals);
+    absl::StatusOr<std::vector<ncclComm_t>> comms =
+        one_process ? Comms(ordinals) : RankComms(round, gpus);
     if (!comms.ok()) return fail(comms.status());
+    if (count == 0) {
+      // (After the communicator: the first round joins it on every rank.)
+      rounds_run.fetch_add(1);
+      return out;
+    }
     ncclResult_t r = nccl_.GroupStart();
     if (r != ncclSuccess) return fail(NcclError(nccl_, "ncclGroupStart", r, nullptr));
     absl::Status first;
@@ -220,9 +266,10 @@ class NcclBackend final : public DeviceCollectiveBackend {
       return e == ncclSuccess;
     };
     for (size_t i = 0; i < n && first.ok(); ++i) {
-      ncclComm_t comm = (**comms)[i];
+      ncclComm_t comm = (*comms)[i];
+      const int rank = round.ranks[i];
       cudaStream_t stream = gpus[i]->compute_stream();
-      char* dst = (*out)[i].raw_data();
+      char* dst = out[i].raw_data();
       switch (a.type) {
         case CollectiveType::kReduce:
           check("ncclAllReduce",
@@ -231,14 +278,12 @@ class NcclBackend final : public DeviceCollectiveBackend {
         case CollectiveType::kGather: {
           // Rank k's rows go to the same place in every output.
           size_t offset = 0;
-          for (size_t k = 0; k < n && first.ok(); ++k) {
-            const size_t c = static_cast<size_t>(rows[k]);
+          for (int k = 0; k < round.size && first.ok(); ++k) {
+            const size_t c = static_cast<size_t>(elements[k]);
             if (c > 0) {
-              const void* src = k == i ? m[i].input->raw_data() : dst + offset * elem;
+              const void* src = k == rank ? m[i].input->raw_data() : dst + offset * elem;
               check("ncclBroadcast",
-                    nccl_.Broadcast(src, dst + offset * elem, c, *type, static_cast<int>(k), comm,
-                                    stream),
-                    comm);
+                    nccl_.Broadcast(src, dst + offset * elem, c, *type, k, comm, stream), comm);
             }
             offset += c;
           }
@@ -246,10 +291,9 @@ class NcclBackend final : public DeviceCollectiveBackend {
         }
         case CollectiveType::kBroadcastSend:
         case CollectiveType::kBroadcastRecv: {
-          const void* src = i == sender ? m[i].input->raw_data() : dst;
+          const void* src = rank == round.sender ? m[i].input->raw_data() : dst;
           check("ncclBroadcast",
-                nccl_.Broadcast(src, dst, count, *type, static_cast<int>(sender), comm, stream),
-                comm);
+                nccl_.Broadcast(src, dst, count, *type, round.sender, comm, stream), comm);
           break;
         }
       }
@@ -258,7 +302,7 @@ class NcclBackend final : public DeviceCollectiveBackend {
     check("ncclGroupEnd", r, nullptr);
     if (!first.ok()) return fail(first);
     rounds_run.fetch_add(1);
-    return absl::OkStatus();
+    return out;
   }
 
   static absl::Status NcclError(const Nccl& nccl, const char* call, ncclResult_t e,
@@ -271,14 +315,56 @@ class NcclBackend final : public DeviceCollectiveBackend {
 
   // The communicators of the GPUs `ordinals` (rank i on ordinals[i]),
   // made at their first round. REQUIRES: mu_ held.
-  absl::StatusOr<std::vector<ncclComm_t>*> Comms(const std::vector<int>& ordinals) {
+  absl::StatusOr<std::vector<ncclComm_t>> Comms(const std::vector<int>& ordinals) {
     auto it = comms_.find(ordinals);
-    if (it != comms_.end()) return &it->second;
+    if (it != comms_.end()) return it->second;
     std::vector<ncclComm_t> comms(ordinals.size(), nullptr);
     ncclResult_t r =
         nccl_.CommInitAll(comms.data(), static_cast<int>(ordinals.size()), ordinals.data());
     if (r != ncclSuccess) return NcclError(nccl_, "ncclCommInitAll", r, nullptr);
-    return &comms_.emplace(ordinals, std::move(comms)).first->second;
+    return comms_.emplace(ordinals, std::move(comms)).first->second;
+  }
+
+  // This process's ranks of the communicator spanning processes, made at
+  // its first round (every process joins then: ncclCommInitRank returns
+  // once all ranks have). REQUIRES: mu_ held.
+  absl::StatusOr<std::vector<ncclComm_t>> RankComms(const Round& round,
+                                                    const std::vector<GpuAccelerator*>& gpus) {
+    if (round.communicator.size() != sizeof(ncclUniqueId)) {
+      return absl::InternalError(absl::StrCat("a communicator id of ", round.communicator.size(),
+                                              " bytes; NCCL's are ", sizeof(ncclUniqueId)));
+    }
+    std::vector<ncclComm_t> comms(round.ranks.size(), nullptr);
+    std::vector<size_t> missing;
+    for (size_t i = 0; i < round.ranks.size(); ++i) {
+      auto it = rank_comms_.find({round.communicator, round.ranks[i]});
+      if (it != rank_comms_.end()) {
+        comms[i] = it->second;
+      } else {
+        missing.push_back(i);
+      }
+    }
+    if (missing.empty()) return comms;
+    ncclUniqueId id;
+    std::memcpy(id.internal, round.communicator.data(), sizeof(id.internal));
+    int previous = 0;
+    cudaGetDevice(&previous);
+    // One thread joins several ranks: a group call.
+    ncclResult_t r = nccl_.GroupStart();
+    absl::Status first;
+    if (r != ncclSuccess) first = NcclError(nccl_, "ncclGroupStart", r, nullptr);
+    for (size_t i : missing) {
+      if (!first.ok()) break;
+      cudaSetDevice(gpus[i]->ordinal());
+      r = nccl_.CommInitRank(&comms[i], round.size, id, round.ranks[i]);
+      if (r != ncclSuccess) first = NcclError(nccl_, "ncclCommInitRank", r, nullptr);
+    }
+    r = nccl_.GroupEnd();
+    if (r != ncclSuccess && first.ok()) first = NcclError(nccl_, "ncclGroupEnd", r, nullptr);
+    cudaSetDevice(previous);
+    if (!first.ok()) return first;
+    for (size_t i : missing) rank_comms_[{round.communicator, round.ranks[i]}] = comms[i];
+    return comms;
   }
 
   const Nccl& nccl_;
@@ -286,6 +372,8 @@ class NcclBackend final : public DeviceCollectiveBackend {
   std::mutex mu_;
   // Kept for the process: a GPU set's communicator serves every session.
   std::map<std::vector<int>, std::vector<ncclComm_t>> comms_;
+  // Ranks of communicators spanning processes, by (id, rank).
+  std::map<std::pair<std::string, int>, ncclComm_t> rank_comms_;
 };
 
 }  // namespace

@@ -1,19 +1,24 @@
-// NCCL between the GPUs of one process: the GPU device's
-// DeviceCollectiveBackend (kernels/framework/collective.h). The session's
+// NCCL between GPUs: the GPU device's DeviceCollectiveBackend
+// (kernels/framework/collective.h). In one process the session's
 // in-process executor meets a round's members (MirroredStrategy's
-// replicas, one per GPU) and validates them; the round then runs as one
-// NCCL group call:
+// replicas, one per GPU) and validates them; across processes
+// (MultiWorkerMirroredStrategy) a cluster's executor agrees on each round
+// at the group's leader, which hands every member the ncclUniqueId that
+// rank 0's process made (NewCommunicatorId) and the round's place in the
+// group's sequence, and each process runs its own ranks' part (RunRanks;
+// the first round joins the communicator with ncclCommInitRank). A round
+// runs as one NCCL group call:
 //   reduce     ncclAllReduce (merge Add/Mul/Min/Max; Add then Div is
 //              ncclAvg, for floating types)
 //   gather     one ncclBroadcast per rank into its rows of every member's
 //              output (members may differ in dimension 0, as on the CPU)
 //   broadcast  ncclBroadcast from the sender's rank
 // A communicator per set of GPUs (ncclCommInitAll at the set's first
-// round, kept for the process). Each rank's call is enqueued on its GPU's
-// compute stream, so the result is ordered before that GPU's later
-// kernels and copies like any kernel's output, and each member completes
-// once its work is enqueued. Rounds are enqueued under one lock, so the
-// collectives of every communicator come in the same order on each GPU.
+// round, kept for the process), or per id and rank across processes. Each rank's call is enqueued
+// on its GPU's compute stream, so the result is ordered before that GPU's later kernels and copies
+// like any kernel's output, and each member completes once its work is enqueued. Rounds are
+// enqueued under one lock, so the collectives of every communicator come in the same order on each
+// GPU.
 //
 // NCCL is loaded at run time (dlopen of libnccl.so.2): where it is missing
 // the process says so once and the GPUs' collectives go through host

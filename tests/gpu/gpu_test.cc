@@ -15,11 +15,14 @@
 #include "client/client_session.h"
 #include "client/train/models.h"
 #include "client/train/ops_internal.h"
+#include "distributed/local_cluster.h"
+#include "distributed/rpc/grpc_session.h"
 #include "graph/node_def_util.h"
 #include "graph/testlib.h"
 #include "gtest/gtest.h"
 #include "runtime/device_factory.h"
 #include "runtime/direct_session.h"
+#include "runtime/session.h"
 
 #ifdef GRAPHRUN_CUDA
 #include <cuda_runtime_api.h>
@@ -669,24 +672,26 @@ int GpuCount() {
 
 // Members on GPU:0..n-1, member k with [2, 3] values k*10 + i: a mean
 // all-reduce (of their Relu, the same values), a gather and a broadcast
-// from GPU:0, over group 1 of n.
-std::string CollectiveGraph(int n) {
-  auto scalar = [](const std::string& name, int v) {
-    return absl::StrCat("node { name: '", name,
-                        "' op: 'Const' device: '/device:CPU:0' attr { key: 'dtype' value { type: "
+// from GPU:0, over group 1 of n. Devices of `task` ("" in a local
+// session).
+std::string CollectiveGraph(int n, const std::string& task = "") {
+  auto scalar = [&task](const std::string& name, int v) {
+    return absl::StrCat("node { name: '", name, "' op: 'Const' device: '", task,
+                        "/device:CPU:0' attr { key: 'dtype' value { type: "
                         "DT_INT32 } } attr { key: 'value' value { tensor { dtype: DT_INT32 "
                         "tensor_shape {} int_val: ",
                         v, " } } } }\n");
   };
   std::string g = absl::StrCat(scalar("size", n), scalar("key", 1), scalar("i_reduce", 1),
                                scalar("i_gather", 2), scalar("i_bcast", 3));
-  g += "node { name: 'shape' op: 'Const' device: '/device:CPU:0' attr { key: 'dtype' value { type: "
-       "DT_INT32 } } attr { key: 'value' value { tensor { dtype: DT_INT32 tensor_shape { dim { "
-       "size: 2 } } int_val: 2 int_val: 3 } } } }\n";
+  g += absl::StrCat("node { name: 'shape' op: 'Const' device: '", task,
+                    "/device:CPU:0' attr { key: 'dtype' value { type: "
+                    "DT_INT32 } } attr { key: 'value' value { tensor { dtype: DT_INT32 "
+                    "tensor_shape { dim { size: 2 } } int_val: 2 int_val: 3 } } } }\n");
   const std::string common =
       "attr { key: 'T' value { type: DT_FLOAT } } attr { key: 'timeout_seconds' value { f: 60 } }";
   for (int k = 0; k < n; ++k) {
-    const std::string dev = absl::StrCat("/device:GPU:", k);
+    const std::string dev = absl::StrCat(task, "/device:GPU:", k);
     std::string values;
     for (int i = 0; i < 6; ++i) absl::StrAppend(&values, " float_val: ", k * 10 + i);
     absl::StrAppend(&g, "node { name: 'x", k, "' op: 'Const' device: '", dev,
@@ -716,22 +721,18 @@ std::string CollectiveGraph(int n) {
   return g;
 }
 
-// Runs CollectiveGraph(n) on n GPUs and checks every member's results.
-void RunCollectivesOnGpus(int n) {
+// Runs CollectiveGraph(n) in session `s`, 3 steps, and checks every
+// member's results and that NCCL ran each round.
+void CheckCollectives(Session* s, int n) {
 #ifdef GRAPHRUN_CUDA
   const int64_t rounds_before = NcclRoundsRun();
 #endif
-  SessionOptions so;
-  (*so.config.mutable_device_count())["GPU"] = n;
-  auto s = DirectSession::Create(so);
-  ASSERT_TRUE(s.ok()) << s.status();
-  ASSERT_TRUE((*s)->Create(test::ParseGraph(CollectiveGraph(n))).ok());
   std::vector<std::string> fetches;
   for (int k = 0; k < n; ++k) {
     for (const char* p : {"r", "g", "b"}) fetches.push_back(absl::StrCat(p, k));
   }
   for (int step = 0; step < 3; ++step) {
-    auto out = (*s)->Run({}, fetches, {});
+    auto out = s->Run({}, fetches, {});
     ASSERT_TRUE(out.ok()) << out.status();
     for (int k = 0; k < n; ++k) {
       const Tensor& r = (*out)[3 * k];
@@ -756,9 +757,45 @@ void RunCollectivesOnGpus(int n) {
 #endif
 }
 
+// Runs CollectiveGraph(n) on n GPUs of a local session.
+void RunCollectivesOnGpus(int n) {
+  SessionOptions so;
+  (*so.config.mutable_device_count())["GPU"] = n;
+  auto s = DirectSession::Create(so);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE((*s)->Create(test::ParseGraph(CollectiveGraph(n))).ok());
+  CheckCollectives(s->get(), n);
+}
+
 TEST(GpuTest, NcclCollectivesOnOneGpu) {
   REQUIRE_GPU();
   RunCollectivesOnGpus(1);
+}
+
+// NCCL as multi_worker_mirrored's GPU workers use it, across processes:
+// a one-task cluster (in process, over gRPC) runs the collectives on its
+// GPU:0 through the task's RemoteCollectives, which agrees on each round
+// at the leader and hands it to NCCL with the communicator id rank 0 made
+// (ncclGetUniqueId, ncclCommInitRank). One rank: NCCL needs a GPU per
+// rank, and the ranks of several tasks in one process would share the
+// process's NCCL backend.
+TEST(GpuTest, NcclThroughAClustersCollectives) {
+  REQUIRE_GPU();
+  distributed::RegisterGrpcSession();
+  distributed::LocalClusterOptions o;
+  o.jobs = {{"worker", 1}};
+  auto cluster = distributed::LocalCluster::Start(o);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  SessionOptions so;
+  so.target = (*cluster)->target("worker", 0);
+  auto s = NewSession(so);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::Status created =
+      (*s)->Create(test::ParseGraph(CollectiveGraph(1, "/job:worker/replica:0/task:0")));
+  ASSERT_TRUE(created.ok()) << created;
+  CheckCollectives(s->get(), 1);
+  s->reset();
+  (*cluster)->StopAll();
 }
 
 TEST(GpuTest, NcclCollectivesAcrossGpus) {
