@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,47 @@ TEST(GraphrunCliTest, TestAccelMirroredTraining) {
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_THAT(none.err, HasSubstr("InvalidArgument: device count asks for 2 TEST_ACCEL device(s), "
                                   "but this build has no TEST_ACCEL device type"));
+}
+
+// MultiWorkerMirroredStrategy with each worker's replica on its
+// TEST_ACCEL device, through `graphrun train` (one process per worker, the
+// device type inherited through the environment): the ring all-reduce
+// between the processes stages each replica's data through its host, and
+// the run learns.
+TEST(GraphrunCliTest, TestAccelMultiWorkerTraining) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+    GTEST_SKIP() << "no dataset-fashion-mnist";
+  }
+  const std::vector<std::string> train = {"train",
+                                          "--distribution=multi_worker_mirrored",
+                                          "--workers=2",
+                                          "--replica_device_type=TEST_ACCEL",
+                                          "--steps=30",
+                                          "--batch_size=64",
+                                          "--checkpoint_dir=" + TempPath("multi_worker_accel")};
+  setenv("GRAPHRUN_TEST_ACCEL_DEVICES", "1", 1);
+  Result r = Graphrun(train);
+  unsetenv("GRAPHRUN_TEST_ACCEL_DEVICES");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string all = r.out + r.err;
+  EXPECT_THAT(all, HasSubstr("all-reduce: 6 gradients in 1 pack (1.0 MiB) over 2 replicas, ring "
+                             "(TEST_ACCEL through the host)"));
+  EXPECT_THAT(all, HasSubstr("\"global_step\": 30,"));
+  EXPECT_THAT(all, HasSubstr("\"replicas\": 2,"));
+  // The same run on the workers' CPUs: the same losses (the accelerator
+  // computes as the CPU does, and its data meets the other's exactly).
+  std::vector<std::string> cpu = train;
+  cpu[3] = "--replica_device_type=CPU";
+  cpu.back() += "_cpu";
+  Result c = Graphrun(cpu);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto loss = [](const std::string& out) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex(R"re("last_loss": ([0-9.e-]+))re")) ? m[1].str()
+                                                                                    : "none";
+  };
+  EXPECT_NE(loss(r.out), "none") << r.out;
+  EXPECT_EQ(loss(r.out), loss(c.out));
 }
 
 TEST(GraphrunCliTest, AffineText) {

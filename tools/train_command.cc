@@ -62,8 +62,8 @@ const FlagSet& TrainFlagSet() {
                 "cluster, or TF_CONFIG; no PS); both all-reduce the gradients")
         .String("num_replicas", "N", "mirrored: replicas, one device each (default 2)")
         .String("replica_device_type", "TYPE",
-                "mirrored: the replicas' devices: CPU (default), GPU, ... (one CPU device "
-                "besides, soft placement for ops without a kernel of the type)")
+                "mirrored and multi_worker_mirrored: the replicas' devices: CPU (default), "
+                "GPU, ... (soft placement: ops without a kernel of the type run on a CPU)")
         .String("auto_shard_policy", "auto|data|file|off",
                 "multi_worker_mirrored: how the training data is split among the workers, as "
                 "tf.data's (default auto)")
@@ -176,8 +176,9 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   if (!mirrored && f.Has("num_replicas")) {
     return absl::InvalidArgumentError("--num_replicas: only with --distribution=mirrored");
   }
-  if (!mirrored && f.Has("replica_device_type")) {
-    return absl::InvalidArgumentError("--replica_device_type: only with --distribution=mirrored");
+  if (!mirrored && !multi_worker && f.Has("replica_device_type")) {
+    return absl::InvalidArgumentError(
+        "--replica_device_type: only with --distribution=mirrored or multi_worker_mirrored");
   }
   if (!mirrored && !multi_worker && f.Has("allreduce_pack_bytes")) {
     return absl::InvalidArgumentError(

@@ -12,7 +12,7 @@ namespace train {
 
 absl::StatusOr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create(
     const distributed::ClusterSpec& cluster, const std::string& task_type, int task_index,
-    AllReduceOptions options) {
+    AllReduceOptions options, const std::string& device_type) {
   if (cluster.num_tasks("ps") > 0) {
     return absl::InvalidArgumentError(
         "MultiWorkerMirroredStrategy: the cluster has a ps job; all-reduce training has no "
@@ -37,7 +37,12 @@ absl::StatusOr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create(
     return absl::InvalidArgumentError(
         "MultiWorkerMirroredStrategy: allreduce pack_bytes must be >= 0");
   }
+  if (device_type.empty() || device_type.find_first_of(":/") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("MultiWorkerMirroredStrategy: '", device_type,
+                                                   "' is no device type (CPU, GPU, ...)"));
+  }
   MultiWorkerMirroredStrategy s;
+  s.device_type_ = device_type;
   const bool has_chief = cluster.num_tasks("chief") > 0;
   s.num_replicas_ = cluster.num_tasks("worker") + (has_chief ? 1 : 0);
   s.replica_index_ = task_type == "chief" ? 0 : task_index + (has_chief ? 1 : 0);
@@ -47,7 +52,9 @@ absl::StatusOr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create(
 }
 
 SessionOptions MultiWorkerMirroredStrategy::session_options(const std::string& target) const {
-  return ReplicaSessionOptions(target, task_);
+  SessionOptions so = ReplicaSessionOptions(target, task_);
+  if (device_type_ != "CPU") so.config.set_allow_soft_placement(true);
+  return so;
 }
 
 absl::StatusOr<TrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
@@ -75,6 +82,16 @@ absl::StatusOr<TrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
                           : doubling       ? "recursive doubling"
                                            : "ring";
   }
+  // GPUs meet through NCCL in their memory (the hint only picks the host
+  // path's algorithm); other accelerators stage their data through the
+  // host.
+  if (device_type_ == "GPU") {
+    step.plan.algorithm = absl::StrCat("NCCL in GPU memory across processes (", step.plan.algorithm,
+                                       " through the host where NCCL does not load)");
+  } else if (device_type_ != "CPU") {
+    step.plan.algorithm =
+        absl::StrCat(step.plan.algorithm, " (", device_type_, " through the host)");
+  }
   // Every worker starts from the chief's values, whatever it restored.
   std::vector<Variable> synced = step.saved;
   if (global_step != nullptr) synced.push_back(*global_step);
@@ -86,9 +103,15 @@ absl::StatusOr<Operation> MultiWorkerMirroredStrategy::BuildSyncFromChief(
     const Scope& root, const std::vector<Variable>& variables) const {
   // Instance keys apart from the gradients' packs (1, 2, ...).
   constexpr int32_t kFirstInstance = 1 << 20;
-  Scope s = ReplicaScope(root).NewSubScope("sync_from_chief");
+  // On the task's CPU: with replicas on accelerators, soft placement
+  // would put some broadcasts on the accelerator and some (those without
+  // a kernel there, beside variables kept on the CPU) on the CPU, and a
+  // group's members on a task are one device. So an accelerator's
+  // broadcasts have a group of the tasks' CPUs of their own (key + 1).
+  Scope s = root.WithDevice(task_ + "/device:CPU:0").NewSubScope("sync_from_chief");
   Output size = ops::Const(s.WithOpName("group_size"), int32_t{num_replicas_});
-  Output key = ops::Const(s.WithOpName("group_key"), options_.group_key);
+  Output key = ops::Const(s.WithOpName("group_key"),
+                          device_type_ == "CPU" ? options_.group_key : options_.group_key + 1);
   std::vector<Operation> ops_done;
   for (size_t j = 0; j < variables.size(); ++j) {
     const Variable& v = variables[j];

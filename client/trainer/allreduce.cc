@@ -171,7 +171,8 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
   train::AllReduceOptions ao;
   ao.pack_bytes = c.allreduce_pack_bytes;
   GR_ASSIGN_OR_RETURN(train::MultiWorkerMirroredStrategy strategy,
-                      train::MultiWorkerMirroredStrategy::Create(spec, task_type, task_index, ao));
+                      train::MultiWorkerMirroredStrategy::Create(spec, task_type, task_index, ao,
+                                                                 c.replica_device_type));
   GR_ASSIGN_OR_RETURN(int64_t batch, strategy.PerReplicaBatch(c.batch_size));
   GR_ASSIGN_OR_RETURN(ShardChoice shard,
                       ChooseShard(c, strategy.replica_index(), strategy.num_replicas()));

@@ -61,6 +61,7 @@ std::vector<std::string> TrainFlags(const TrainConfig& c) {
     f.push_back("--distribution=" + c.distribution);
     f.push_back(absl::StrCat("--allreduce_pack_bytes=", c.allreduce_pack_bytes));
     f.push_back("--auto_shard_policy=" + c.auto_shard_policy);
+    f.push_back("--replica_device_type=" + c.replica_device_type);
   }
   return f;
 }

@@ -72,13 +72,16 @@ seeds = {
     "collective_reduce_waits.seed": register_run(reduce_graph(2)),
     "collective_gather_alone.seed": register_run(reduce_graph(1, "CollectiveGatherV2")),
     # As the leader: joins (the group completes with the second device),
-    # an instance, a device that is no member, a size that disagrees.
+    # an instance, a device that is no member, a size that disagrees, then
+    # device-memory runs of an instance (rank 0 gives a communicator id).
     "collective_joins.seed": recv("collective;join;5;2;" + DEV0)
     + recv("collective;join;5;2;" + DEV1)
-    + recv("collective;inst;5;3;0;2;%s;a;0;float[4]" % DEV0)
-    + recv("collective;inst;5;3;0;2;%s;a;0;float[4]" % DEV1)
+    + recv("collective;inst;5;3;0;2;%s;a;0;;float[4]" % DEV0)
+    + recv("collective;inst;5;3;0;2;%s;a;0;;float[4]" % DEV1)
     + recv("collective;join;5;2;/job:worker/replica:0/task:0/device:CPU:7")
-    + recv("collective;join;5;3;" + DEV0),
+    + recv("collective;join;5;3;" + DEV0)
+    + recv("collective;inst;5;4;0;2;%s;a;0;id:00ff10;float[4] via nccl" % DEV0)
+    + recv("collective;inst;5;4;0;2;%s;a;0;;float[4] via nccl" % DEV1),
     # Pieces: pushed then fetched, pushed twice, fetched while awaited.
     "collective_pieces.seed": push("collective;buf;7;1;1;ring0;1", PIECE)
     + recv("collective;buf;7;1;1;ring0;1") + push("collective;buf;7;1;2;ring0;1", PIECE)

@@ -608,10 +608,13 @@ TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
   EXPECT_EQ(ok->heartbeat_interval_ms, 1000);
   EXPECT_EQ(ok->heartbeat_misses, 3);
   EXPECT_FALSE(ParseTrainFlags({"--heartbeat_misses=0"}).ok());
-  auto not_mirrored =
+  auto workers_gpu =
       ParseTrainFlags({"--distribution=multi_worker_mirrored", "--replica_device_type=GPU"});
+  ASSERT_TRUE(workers_gpu.ok()) << workers_gpu.status();
+  EXPECT_EQ(workers_gpu->replica_device_type, "GPU");
+  auto not_mirrored = ParseTrainFlags({"--replica_device_type=GPU"});
   EXPECT_EQ(not_mirrored.status().message(),
-            "--replica_device_type: only with --distribution=mirrored");
+            "--replica_device_type: only with --distribution=mirrored or multi_worker_mirrored");
 }
 
 // Under srun the cluster comes from SLURM_* (the first --ps ranks are
