@@ -408,13 +408,15 @@ void RunStoppedTrainer(bool chief_stops, bool sync = false) {
   } else {
     std::cout << "the stop fell between two steps of the trainer\n";
   }
-  // The other trainer's errors since the stop (a --sync worker's step
-  // waiting on a token ends Aborted when the continued chief drops the
-  // queue; none otherwise).
+  // The other trainer's errors since the stop: only a --sync worker's
+  // step waiting on a token may end, Aborted, when the continued chief
+  // drops the token queue (if it was waiting then); nothing else.
   for (size_t at = other_log.find("Aborted: ", before_other); at != std::string::npos;
        at = other_log.find("Aborted: ", at + 1)) {
-    std::cout << "the other trainer: " << other_log.substr(at, other_log.find('\n', at) - at)
-              << "\n";
+    const std::string line = other_log.substr(at, other_log.find('\n', at) - at);
+    std::cout << "the other trainer: " << line << "\n";
+    EXPECT_TRUE(sync && chief_stops) << line;
+    EXPECT_NE(line.find("sync_token_q was reset"), std::string::npos) << line;
   }
   std::cout << (chief_stops ? "chief" : "worker") << " stopped for " << stop_for.count()
             << " s after the checkpoint of step " << seen_checkpoint << "; a PS reported it after "
