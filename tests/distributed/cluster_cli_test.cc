@@ -238,29 +238,29 @@ TEST(ClusterCliTest, TlsClusterServesOnlyCertificateHolders) {
   close(cluster.out_fd);
 }
 
-// The local address a TCP port listens on, as /proc/net/tcp{,6} writes it
-// ("0100007F" is 127.0.0.1, all zeros the wildcard); "" when none.
-std::string ListeningAddress(int port) {
+// The local addresses TCP port `port` listens on, as /proc/net/tcp{,6}
+// write them ("0100007F" is 127.0.0.1, all zeros the wildcard), every
+// listening row (a port may listen on IPv4 and IPv6 both).
+std::vector<std::string> ListeningAddresses(int port) {
   char hex[8];
   snprintf(hex, sizeof(hex), "%04X", port);
+  std::vector<std::string> found;
   for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     FILE* f = fopen(table, "r");
     if (f == nullptr) continue;
     char line[512];
-    std::string found;
-    while (found.empty() && fgets(line, sizeof(line), f) != nullptr) {
+    while (fgets(line, sizeof(line), f) != nullptr) {
       char local[64], remote[64], state[8];
       int slot;
       if (sscanf(line, "%d: %63s %63s %7s", &slot, local, remote, state) != 4) continue;
       const std::string l = local;
       if (std::string(state) == "0A" && l.size() > 5 && l.substr(l.size() - 4) == hex) {
-        found = l.substr(0, l.size() - 5);
+        found.push_back(l.substr(0, l.size() - 5));
       }
     }
     fclose(f);
-    if (!found.empty()) return found;
   }
-  return "";
+  return found;
 }
 
 using graphrun::distributed::test::HttpGet;
@@ -309,13 +309,18 @@ TEST(ClusterCliTest, BindsTheGivenHostAndServesMetrics) {
             R"re(\{"ps": \["127\.0\.0\.1:([0-9]+)"\], "worker": \["127\.0\.0\.1:([0-9]+)"\]\})re"));
     EXPECT_TRUE(parsed) << spec << ReadFile(log);
     for (int i = 1; parsed && i <= 2; ++i) {
-      const std::string address = ListeningAddress(std::stoi(m[i]));
+      // Every socket listening on the task's port (one or more).
+      const std::vector<std::string> addresses = ListeningAddresses(std::stoi(m[i]));
       if (mode.address == "wildcard") {
-        EXPECT_THAT(address, ::testing::MatchesRegex("0+")) << "port " << m[i];
+        EXPECT_THAT(addresses, ::testing::AllOf(::testing::Not(::testing::IsEmpty()),
+                                                ::testing::Each(::testing::MatchesRegex("0+"))))
+            << "port " << m[i];
       } else {
         // gRPC listens on IPv6 sockets: 127.0.0.1 shows as ::ffff:127.0.0.1.
-        EXPECT_THAT(address,
-                    ::testing::AnyOf(mode.address, "0000000000000000FFFF0000" + mode.address))
+        EXPECT_THAT(addresses,
+                    ::testing::AllOf(::testing::Not(::testing::IsEmpty()),
+                                     ::testing::Each(::testing::AnyOf(
+                                         mode.address, "0000000000000000FFFF0000" + mode.address))))
             << "port " << m[i];
       }
     }
