@@ -5,8 +5,9 @@ task's collectives, as its leader and as a member.
 
 Records: [1 byte kind][2 bytes little-endian length][request]; kinds
 0 CreateWorkerSession, 1 RegisterGraph, 2 RunGraph, 3 RecvTensor,
-4 CleanupGraph, 5 DeregisterGraph, 6 DeleteWorkerSession; 246 GetStatus,
-247 CleanupAll, 248 PushTensor.
+4 CleanupGraph, 5 DeregisterGraph, 6 DeleteWorkerSession; 240 RecvTensor
+held open (members that wait together), 246 GetStatus, 247 CleanupAll,
+248 PushTensor.
 The task is /job:worker/replica:0/task:0, its own leader; session "s" is
 open, and its first registered graph's handle is "g1".
 Run from tests/fuzz: python3 make_worker_rpc_seeds.py
@@ -14,7 +15,7 @@ Run from tests/fuzz: python3 make_worker_rpc_seeds.py
 import os
 import struct
 
-REGISTER, RUN, RECV, STATUS, CLEANUP_ALL, PUSH = 1, 2, 3, 246, 247, 248
+REGISTER, RUN, RECV, HELD, STATUS, CLEANUP_ALL, PUSH = 1, 2, 3, 240, 246, 247, 248
 DEV0 = "/job:worker/replica:0/task:0/device:CPU:0"
 DEV1 = "/job:worker/replica:0/task:0/device:CPU:1"
 
@@ -53,8 +54,8 @@ def register_run(graph):
             + rec(RUN, 'session_handle: "s" graph_handle: "g1" step_id: 7'))
 
 
-def recv(key):
-    return rec(RECV, 'step_id: 7 rendezvous_key: "%s"' % key)
+def recv(key, kind=RECV):
+    return rec(kind, 'step_id: 7 rendezvous_key: "%s"' % key)
 
 
 def push(key, tensor):
@@ -82,6 +83,19 @@ seeds = {
     + recv("collective;join;5;3;" + DEV0)
     + recv("collective;inst;5;4;0;2;%s;a;0;id:00ff10;float[4] via nccl" % DEV0)
     + recv("collective;inst;5;4;0;2;%s;a;0;;float[4] via nccl" % DEV1),
+    # As the leader, with both members of each instance waiting at once
+    # (held), so verdicts are given: a device-memory all-reduce (numbered,
+    # with rank 0's communicator id), a device gather (rows 2 and 3), and
+    # a host member against a device member (InvalidArgument). The first
+    # join waits alone and is cancelled; the device stays a member.
+    "collective_verdicts.seed": recv("collective;join;5;2;" + DEV0)
+    + recv("collective;join;5;2;" + DEV1)
+    + recv("collective;inst;5;4;0;2;%s;a;0;id:00ff10;float[4] via nccl" % DEV0, HELD)
+    + recv("collective;inst;5;4;0;2;%s;a;0;;float[4] via nccl" % DEV1, HELD)
+    + recv("collective;inst;5;5;0;2;%s;g;2;id:00ff10;float[3] via nccl" % DEV0, HELD)
+    + recv("collective;inst;5;5;0;2;%s;g;3;;float[3] via nccl" % DEV1, HELD)
+    + recv("collective;inst;5;6;0;2;%s;a;0;;float[4]" % DEV0, HELD)
+    + recv("collective;inst;5;6;0;2;%s;a;0;;float[4] via nccl" % DEV1, HELD),
     # Pieces: pushed then fetched, pushed twice, fetched while awaited.
     "collective_pieces.seed": push("collective;buf;7;1;1;ring0;1", PIECE)
     + recv("collective;buf;7;1;1;ring0;1") + push("collective;buf;7;1;2;ring0;1", PIECE)

@@ -14,8 +14,10 @@
 //
 // Input: records of [1 byte: request kind][2 bytes little-endian: length]
 // [length bytes: the request]. Kinds 248..255 are PushTensor, 246
-// GetStatus, 247 CleanupAll; any other kind k is request k % 7 of the
-// list above.
+// GetStatus, 247 CleanupAll, 240..245 a RecvTensor held open (not waited
+// for: up to 8 of them wait together, so members of a collective meet at
+// the leader and its verdicts run; the ones still waiting at the end are
+// cancelled); any other kind k is request k % 7 of the list above.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -77,9 +79,31 @@ void RunInput(const uint8_t* data, size_t size) {
       task.worker->CreateWorkerSessionAsync(req, &resp, std::move(d));
     });
   }
+  // RecvTensor calls held open (kinds 240..245).
+  struct Held {
+    CallOptions opts;
+    RecvTensorRequest req;
+    RecvTensorResult result;
+    absl::Status status;
+    Notification called;
+  };
+  std::vector<std::unique_ptr<Held>> held;
   fuzz::ForEachRecord(data, size, [&](uint8_t kind, absl::string_view bytes) {
     using fuzz::Decode;
     Worker* w = task.worker.get();
+    if (kind >= 240 && kind <= 245) {
+      auto h = std::make_unique<Held>();
+      if (held.size() >= 8 || !Decode(bytes, &h->req)) return;
+      Held* p = h.get();
+      held.push_back(std::move(h));
+      fuzz::Caller::Get().Run([w, p] {
+        w->RecvTensorAsync(&p->opts, p->req, &p->result, [p](const absl::Status& s) {
+          p->status = s;
+          p->called.Notify();
+        });
+      });
+      return;
+    }
     if (kind >= 248) {
       PushTensorRequest req;
       PushTensorResponse resp;
@@ -162,6 +186,20 @@ void RunInput(const uint8_t* data, size_t size) {
       }
     }
   });
+  // The held calls end (answered, else cancelled) before the task goes.
+  for (auto& h : held) {
+    if (!h->called.WaitForNotificationWithTimeout(fuzz::kCancelAfter)) h->opts.StartCancel();
+  }
+  static const bool verbose = std::getenv("WORKER_RPC_FUZZER_VERBOSE") != nullptr;
+  for (auto& h : held) {
+    h->called.WaitForNotification();
+    if (verbose) {
+      std::fprintf(stderr, "worker_rpc_fuzzer: held: %s %s\n", h->status.ToString().c_str(),
+                   std::string(h->result.tensor.raw_data(),
+                               h->status.ok() ? h->result.tensor.TotalBytes() : 0)
+                       .c_str());
+    }
+  }
 }
 
 }  // namespace
