@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -55,6 +56,22 @@ absl::Status StoppedAfter(const std::string& task, const absl::Status& why) {
       absl::StrCat("task ", task, ": collectives stopped after a failure: ", why.message()));
 }
 
+bool TakeVerdict(const std::string& text, RemoteCollectives::RunState* st) {
+  if (st->args.type == CollectiveType::kReduce) return true;
+  if (st->args.type == CollectiveType::kGather) {
+    if (!absl::StartsWith(text, "rows;")) return false;
+    st->rows.clear();
+    for (absl::string_view p : absl::StrSplit(text.substr(5), ',')) {
+      int64_t r = -1;
+      if (!absl::SimpleAtoi(p, &r) || r < 0) return false;
+      st->rows.push_back(r);
+    }
+    return static_cast<int>(st->rows.size()) == st->n;
+  }
+  return absl::StartsWith(text, "src;") && absl::SimpleAtoi(text.substr(4), &st->sender) &&
+         st->sender >= 0 && st->sender < st->n;
+}
+
 }  // namespace collective_internal
 
 using collective_internal::Describe;
@@ -67,6 +84,7 @@ using collective_internal::Mod;
 using collective_internal::PeerError;
 using collective_internal::Signature;
 using collective_internal::StoppedAfter;
+using collective_internal::TakeVerdict;
 
 RemoteCollectives::RemoteCollectives(std::string task, WorkerCacheInterface* workers,
                                      std::string leader)
@@ -675,30 +693,15 @@ void RemoteCollectives::ResolveInstance(std::shared_ptr<RunState> st) {
                 Signature(st->args, st->input, push_);
           }
           StartReduce(st);
+        } else if (!TakeVerdict(answer, st.get())) {
+          Finish(st, absl::InternalError(absl::StrCat(Describe(st->args), ": the leader answered '",
+                                                      answer.substr(0, 200), "'")));
         } else if (st->args.type == CollectiveType::kGather) {
-          // "rows;r0,r1,...": every member's rows, in rank order.
-          std::vector<std::string> parts =
-              absl::StrSplit(answer.size() > 5 ? answer.substr(5) : "", ',');
-          st->rows.clear();
-          for (const std::string& p : parts) {
-            int64_t r = 0;
-            if (!absl::SimpleAtoi(p, &r)) {
-              Finish(st, absl::InternalError(absl::StrCat("leader answered '", answer, "'")));
-              return;
-            }
-            st->rows.push_back(r);
-          }
           st->pieces.assign(st->n, Tensor());
           st->pieces[st->rank] = st->input;
           GatherStep(st, 0);
         } else {
-          int source = -1;
-          if (answer.size() <= 4 || !absl::SimpleAtoi(answer.substr(4), &source) || source < 0 ||
-              source >= st->n) {
-            Finish(st, absl::InternalError(absl::StrCat("leader answered '", answer, "'")));
-            return;
-          }
-          Broadcast(st, source);
+          Broadcast(st, st->sender);
         }
       });
 }

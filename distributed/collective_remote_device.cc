@@ -10,7 +10,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -21,6 +20,7 @@
 namespace graphrun {
 namespace distributed {
 using collective_internal::Describe;
+using collective_internal::TakeVerdict;
 
 std::string RemoteCollectives::CommField(const std::shared_ptr<RunState>& st) {
   if (st->args.backend == nullptr || st->rank != 0) return "";
@@ -43,35 +43,13 @@ void RemoteCollectives::StartDevice(std::shared_ptr<RunState> st, const std::str
   int64_t sequence = -1;
   const bool hex = parts.size() == 3 && !parts[2].empty() && parts[2].size() % 2 == 0 &&
                    std::all_of(parts[2].begin(), parts[2].end(), absl::ascii_isxdigit);
-  if (!hex || !absl::SimpleAtoi(parts[1], &sequence) || sequence < 0) {
+  if (!hex || !absl::SimpleAtoi(parts[1], &sequence) || sequence < 0 ||
+      !TakeVerdict(parts[0], st.get())) {
     Finish(st, absl::InternalError(absl::StrCat(Describe(st->args), ": the leader answered '",
                                                 answer.substr(0, 200), "'")));
     return;
   }
-  const std::string& text = parts[0];
-  if (st->args.type == CollectiveType::kGather) {
-    st->rows.clear();
-    for (absl::string_view p :
-         absl::StrSplit(absl::StartsWith(text, "rows;") ? text.substr(5) : std::string(), ',')) {
-      int64_t r = -1;
-      if (!absl::SimpleAtoi(p, &r) || r < 0) break;
-      st->rows.push_back(r);
-    }
-    if (static_cast<int>(st->rows.size()) != st->n) {
-      Finish(st, absl::InternalError(absl::StrCat(Describe(st->args), ": the leader answered '",
-                                                  answer.substr(0, 200), "'")));
-      return;
-    }
-  } else if (st->args.type != CollectiveType::kReduce) {
-    if (!absl::StartsWith(text, "src;") || !absl::SimpleAtoi(text.substr(4), &st->sender) ||
-        st->sender < 0 || st->sender >= st->n) {
-      Finish(st, absl::InternalError(absl::StrCat(Describe(st->args), ": the leader answered '",
-                                                  answer.substr(0, 200), "'")));
-      return;
-    }
-  }
   st->communicator = absl::HexStringToBytes(parts[2]);
-  st->sequence = sequence;
   absl::Status aborted;
   {
     std::lock_guard<std::mutex> l(mu_);

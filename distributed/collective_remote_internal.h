@@ -60,11 +60,10 @@ struct RemoteCollectives::RunState {
   Tensor flat_buffer, flat_output;  // ring: 1-D views of the input and the output
   // Gather: every member's rows (rank order) and the pieces received.
   std::vector<int64_t> rows;
-  // Device members: the broadcast's sender, the group's communicator, and
-  // the run's place in the group's sequence (the leader's verdict).
+  // The broadcast's sender (the leader's verdict) and, for device
+  // members, the group's communicator.
   int sender = -1;
   std::string communicator;
-  int64_t sequence = -1;
   std::vector<Tensor> pieces;
   int64_t elem = 0;  // bytes per element
   // Ring: segments of the tensor, each N chunks.
@@ -81,6 +80,14 @@ struct RemoteCollectives::RunState {
     return {b + (e - b) * c / n, b + (e - b) * (c + 1) / n};
   }
 };
+
+namespace collective_internal {
+// The leader's verdict on an instance's run, host and device members
+// alike: a gather's "rows;r0,r1,..." (every member's rows, in rank order)
+// into st->rows, a broadcast's "src;S" (the sender's rank) into
+// st->sender. False when `text` is not that (a reduce's "ok" always is).
+bool TakeVerdict(const std::string& text, RemoteCollectives::RunState* st);
+}  // namespace collective_internal
 
 }  // namespace distributed
 }  // namespace graphrun
