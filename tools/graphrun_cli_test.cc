@@ -208,6 +208,53 @@ TEST(GraphrunCliTest, TestAccelMultiWorkerTraining) {
   EXPECT_EQ(loss(r.out), loss(c.out));
 }
 
+// Several replicas per worker (TensorFlow's strategy takes every GPU of a
+// worker): 2 workers x 2 replicas split each worker's batch between its
+// devices, and every replica's gradients meet in one group of 4. The mean
+// over the same rows as 2 workers x 1 replica: the same losses, to float
+// rounding. On TEST_ACCEL devices, 2 per worker by default (one replica
+// per device of the type), the same bytes as on the workers' CPUs.
+TEST(GraphrunCliTest, MultiWorkerReplicasPerWorker) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+    GTEST_SKIP() << "no dataset-fashion-mnist";
+  }
+  auto run = [](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"train",           "--distribution=multi_worker_mirrored",
+                                     "--workers=2",     "--steps=30",
+                                     "--batch_size=64", "--checkpoint_dir=" + TempPath(name)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Graphrun(args);
+  };
+  auto number = [](const std::string& out, const std::string& key) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex("\"" + key + "\": ([0-9.e-]+)")) ? m[1].str()
+                                                                                 : "none";
+  };
+  Result two = run("mw_per_worker_2", {"--num_replicas=2"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const std::string all = two.out + two.err;
+  EXPECT_THAT(all, HasSubstr("2 workers (one process each, 2 CPU replicas each)"));
+  EXPECT_THAT(all, HasSubstr("all-reduce: 6 gradients in 1 pack (1.0 MiB) over 4 replicas, ring"));
+  EXPECT_EQ(number(two.out, "replicas"), "4");
+  EXPECT_EQ(number(two.out, "workers"), "2");
+  EXPECT_EQ(number(two.out, "global_step"), "30");
+  Result one = run("mw_per_worker_1", {});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(number(one.out, "replicas"), "2");
+  ASSERT_NE(number(two.out, "last_loss"), "none") << two.out;
+  ASSERT_NE(number(one.out, "last_loss"), "none") << one.out;
+  EXPECT_NEAR(std::stod(number(two.out, "last_loss")), std::stod(number(one.out, "last_loss")),
+              1e-5);
+  EXPECT_NEAR(std::stod(number(two.out, "test_accuracy")),
+              std::stod(number(one.out, "test_accuracy")), 1e-3);
+  setenv("GRAPHRUN_TEST_ACCEL_DEVICES", "2", 1);
+  Result accel = run("mw_per_worker_accel", {"--replica_device_type=TEST_ACCEL"});
+  unsetenv("GRAPHRUN_TEST_ACCEL_DEVICES");
+  ASSERT_EQ(accel.exit_code, 0) << accel.err;
+  EXPECT_EQ(number(accel.out, "replicas"), "4");
+  EXPECT_EQ(number(accel.out, "last_loss"), number(two.out, "last_loss"));
+}
+
 TEST(GraphrunCliTest, AffineText) {
   ExpectOutput({"run", Example("affine.pbtxt"), "--feed", "x=[[1,1,1],[1,0,-1]]", "--fetch", "y"},
                "y:0 = Tensor<float, [2,2]: 9.5 11 -3.5 -5>\n");

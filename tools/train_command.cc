@@ -1,5 +1,6 @@
 #include "tools/train_command.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -60,7 +61,10 @@ const FlagSet& TrainFlagSet() {
                 "TF_CONFIG), mirrored (--num_replicas in-graph replicas in this process) or "
                 "multi_worker_mirrored (one process per worker: --workers of the embedded "
                 "cluster, or TF_CONFIG; no PS); both all-reduce the gradients")
-        .String("num_replicas", "N", "mirrored: replicas, one device each (default 2)")
+        .String("num_replicas", "N",
+                "mirrored: replicas, one device each (default 2); multi_worker_mirrored: "
+                "replicas per worker, one device each (default: one per device of "
+                "--replica_device_type on the worker, one on the CPU)")
         .String("replica_device_type", "TYPE",
                 "mirrored and multi_worker_mirrored: the replicas' devices: CPU (default), "
                 "GPU, ... (soft placement: ops without a kernel of the type run on a CPU)")
@@ -173,8 +177,9 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   }
   const bool mirrored = c.distribution == "mirrored";
   const bool multi_worker = c.distribution == "multi_worker_mirrored";
-  if (!mirrored && f.Has("num_replicas")) {
-    return absl::InvalidArgumentError("--num_replicas: only with --distribution=mirrored");
+  if (!mirrored && !multi_worker && f.Has("num_replicas")) {
+    return absl::InvalidArgumentError(
+        "--num_replicas: only with --distribution=mirrored or multi_worker_mirrored");
   }
   if (!mirrored && !multi_worker && f.Has("replica_device_type")) {
     return absl::InvalidArgumentError(
@@ -199,8 +204,14 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
                                   : " (one process per worker, no parameter servers)"));
       }
     }
-    GR_ASSIGN_OR_RETURN(int64_t replicas, f.GetInt("num_replicas", c.num_replicas, 1, 256));
-    c.num_replicas = static_cast<int>(replicas);
+    if (mirrored) {
+      GR_ASSIGN_OR_RETURN(int64_t replicas, f.GetInt("num_replicas", c.num_replicas, 1, 256));
+      c.num_replicas = static_cast<int>(replicas);
+    } else {
+      GR_ASSIGN_OR_RETURN(int64_t per_worker,
+                          f.GetInt("num_replicas", c.replicas_per_worker, 1, 256));
+      c.replicas_per_worker = static_cast<int>(per_worker);
+    }
     c.replica_device_type = f.GetString("replica_device_type", c.replica_device_type);
     GR_ASSIGN_OR_RETURN(
         c.allreduce_pack_bytes,
@@ -287,11 +298,19 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
     }
   }
   if (mirrored || (multi_worker && !external)) {
-    const int replicas = mirrored ? c.num_replicas : c.workers;
+    // (Replicas per worker by default are known once the workers have
+    // their devices: one on the CPU.)
+    const int per_worker = c.replicas_per_worker > 0        ? c.replicas_per_worker
+                           : c.replica_device_type == "CPU" ? 1
+                                                            : 0;
+    const int replicas = mirrored ? c.num_replicas : c.workers * std::max(per_worker, 1);
     if (c.batch_size < replicas || c.batch_size % replicas != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--batch_size: the global batch ", c.batch_size, " does not divide evenly among ",
-          replicas, mirrored ? " replicas" : " workers"));
+          replicas,
+          mirrored         ? " replicas"
+          : per_worker > 1 ? absl::StrCat(" replicas (", c.workers, " workers x ", per_worker, ")")
+                           : " workers"));
     }
   } else if (!c.local && !multi_worker) {
     // Checked here, before any task starts.
@@ -396,8 +415,8 @@ std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
       r.exported_saved_model.empty() ? "null" : JsonQuote(r.exported_saved_model),
       ", \"restarts\": ", r.restarts,
       ", \"restored_devices\": ", JsonStringList(r.restored_devices),
-      ", \"distribution\": ", JsonQuote(c.distribution), ", \"replicas\": ", r.num_workers,
-      ", \"allreduce\": ",
+      ", \"distribution\": ", JsonQuote(c.distribution),
+      ", \"replicas\": ", r.num_replicas > 0 ? r.num_replicas : r.num_workers, ", \"allreduce\": ",
       r.allreduce.has_value() ? absl::StrCat("{\"algorithm\": ", JsonQuote(r.allreduce->algorithm),
                                              ", \"packs\": ", r.allreduce->packs,
                                              ", \"bytes_per_step\": ", r.allreduce->bytes, "}")

@@ -207,6 +207,24 @@ TEST(DistributionStrategyTest, EachStrategySaysWhoItIs) {
   ASSERT_TRUE(w0.ok()) << w0.status();
   EXPECT_EQ(w0->num_replicas(), 2);
   EXPECT_TRUE(w0->is_chief());
+  // Two GPUs per worker: worker w's replicas are 2w and 2w + 1, and the
+  // global batch is split among all six.
+  auto gpus =
+      MultiWorkerMirroredStrategy::Create(with_chief, "worker", 1, AllReduceOptions(), "GPU", 2);
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  EXPECT_EQ(gpus->num_replicas(), 6);
+  EXPECT_EQ(gpus->num_local_replicas(), 2);
+  EXPECT_EQ(gpus->num_workers(), 3);
+  EXPECT_EQ(gpus->worker_index(), 2);
+  EXPECT_EQ(gpus->replica_index(), 4);
+  EXPECT_FALSE(gpus->is_chief());
+  EXPECT_EQ(gpus->device(1), "/job:worker/replica:0/task:1/device:GPU:1");
+  EXPECT_EQ(*gpus->PerReplicaBatch(384), 64);
+  EXPECT_THAT(std::string(MultiWorkerMirroredStrategy::Create(with_chief, "worker", 1,
+                                                              AllReduceOptions(), "GPU", 0)
+                              .status()
+                              .message()),
+              HasSubstr("0 replicas per worker (1 to 256, one device each)"));
   EXPECT_EQ(MultiWorkerMirroredStrategy::Create(with_chief, "evaluator", 0).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(MultiWorkerMirroredStrategy::Create(with_chief, "worker", 2).status().code(),

@@ -179,22 +179,31 @@ SessionOptions MirroredStrategy::session_options(const std::string& target) cons
   return so;
 }
 
-Scope MirroredStrategy::ReplicaScope(const Scope& root, int k) const {
-  Scope s = root.WithDevice(devices_[k]);
+Scope ReplicaScopeOn(const Scope& root, const std::string& device, int k) {
+  Scope s = root.WithDevice(device);
   return k == 0 ? s : s.NewSubScope(absl::StrCat("replica_", k));
+}
+
+std::vector<Output> SplitBatchAmong(const Scope& scope, const Output& batch, int64_t per_replica,
+                                    int n) {
+  if (n == 1) return {batch};
+  std::vector<Output> pieces;
+  Scope s = scope.NewSubScope("split_batch");
+  auto parts = ops::SplitV(
+      s, batch,
+      Tensor::FromVector<int64_t>(std::vector<int64_t>(static_cast<size_t>(n), per_replica)),
+      int32_t{0}, static_cast<int64_t>(n));
+  for (int k = 0; k < n; ++k) pieces.push_back(parts[k]);
+  return pieces;
+}
+
+Scope MirroredStrategy::ReplicaScope(const Scope& root, int k) const {
+  return ReplicaScopeOn(root, devices_[k], k);
 }
 
 std::vector<Output> MirroredStrategy::SplitBatch(const Scope& scope, const Output& batch,
                                                  int64_t per_replica) const {
-  if (num_replicas() == 1) return {batch};
-  std::vector<Output> pieces;
-  Scope s = scope.NewSubScope("split_batch");
-  auto parts = ops::SplitV(s, batch,
-                           Tensor::FromVector<int64_t>(std::vector<int64_t>(
-                               static_cast<size_t>(num_replicas()), per_replica)),
-                           int32_t{0}, static_cast<int64_t>(num_replicas()));
-  for (int k = 0; k < num_replicas(); ++k) pieces.push_back(parts[k]);
-  return pieces;
+  return SplitBatchAmong(scope, batch, per_replica, num_replicas());
 }
 
 Output MirroredStrategy::MeanOfReplicas(const Scope& scope,

@@ -81,6 +81,13 @@ absl::StatusOr<TrainStep> BuildAllReduceTrainStep(const Scope& root, const Local
                                                   const OptimizerFn& optimizer_fn,
                                                   const Variable* global_step);
 
+// Replica k's scope on `device`: the name scope "replica_k", none for
+// replica 0 (whose names a checkpoint and an exported graph see).
+Scope ReplicaScopeOn(const Scope& root, const std::string& device, int k);
+// Rows [k * per_replica, (k + 1) * per_replica) of `batch`, k < n.
+std::vector<Output> SplitBatchAmong(const Scope& scope, const Output& batch, int64_t per_replica,
+                                    int n);
+
 // Assigns copies[k][j] := copies[0][j] on devices[k], k >= 1.
 absl::StatusOr<Operation> BuildMirrorSync(const Scope& scope,
                                           const std::vector<std::string>& devices,

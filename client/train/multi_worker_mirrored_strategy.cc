@@ -12,7 +12,7 @@ namespace train {
 
 absl::StatusOr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create(
     const distributed::ClusterSpec& cluster, const std::string& task_type, int task_index,
-    AllReduceOptions options, const std::string& device_type) {
+    AllReduceOptions options, const std::string& device_type, int local_replicas) {
   if (cluster.num_tasks("ps") > 0) {
     return absl::InvalidArgumentError(
         "MultiWorkerMirroredStrategy: the cluster has a ps job; all-reduce training has no "
@@ -41,11 +41,17 @@ absl::StatusOr<MultiWorkerMirroredStrategy> MultiWorkerMirroredStrategy::Create(
     return absl::InvalidArgumentError(absl::StrCat("MultiWorkerMirroredStrategy: '", device_type,
                                                    "' is no device type (CPU, GPU, ...)"));
   }
+  if (local_replicas < 1 || local_replicas > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("MultiWorkerMirroredStrategy: ", local_replicas,
+                     " replicas per worker (1 to 256, one device each)"));
+  }
   MultiWorkerMirroredStrategy s;
   s.device_type_ = device_type;
+  s.local_replicas_ = local_replicas;
   const bool has_chief = cluster.num_tasks("chief") > 0;
-  s.num_replicas_ = cluster.num_tasks("worker") + (has_chief ? 1 : 0);
-  s.replica_index_ = task_type == "chief" ? 0 : task_index + (has_chief ? 1 : 0);
+  s.num_workers_ = cluster.num_tasks("worker") + (has_chief ? 1 : 0);
+  s.worker_index_ = task_type == "chief" ? 0 : task_index + (has_chief ? 1 : 0);
   s.task_ = distributed::TaskName(task_type, task_index);
   s.options_ = std::move(options);
   return s;
@@ -60,20 +66,31 @@ SessionOptions MultiWorkerMirroredStrategy::session_options(const std::string& t
 absl::StatusOr<TrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
     const Scope& root, const std::vector<Output>& inputs, int64_t rows, const ModelFn& model_fn,
     const OptimizerFn& optimizer_fn, const Variable* global_step) const {
-  if (rows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("multi_worker_mirrored: a batch of ", rows, " rows per worker"));
+  const int k_local = local_replicas_;
+  if (rows < k_local || rows % k_local != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("multi_worker_mirrored: a batch of ", rows,
+                                                   " rows per worker does not divide "
+                                                   "evenly among its ",
+                                                   k_local, " replicas"));
   }
   LocalReplicas local;
-  local.scopes = {ReplicaScope(root)};
-  local.devices = {device()};
-  local.inputs = {inputs};
-  GR_ASSIGN_OR_RETURN(TrainStep step, BuildAllReduceTrainStep(root, local, num_replicas_, options_,
+  local.inputs.resize(k_local);
+  Scope input_scope = root.WithDevice(device());
+  for (const Output& in : inputs) {
+    std::vector<Output> pieces = SplitBatchAmong(input_scope, in, rows / k_local, k_local);
+    for (int k = 0; k < k_local; ++k) local.inputs[k].push_back(pieces[k]);
+  }
+  for (int k = 0; k < k_local; ++k) {
+    local.scopes.push_back(ReplicaScopeOn(root, device(k), k));
+    local.devices.push_back(device(k));
+  }
+  const int group = num_replicas();
+  GR_ASSIGN_OR_RETURN(TrainStep step, BuildAllReduceTrainStep(root, local, group, options_,
                                                               model_fn, optimizer_fn, global_step));
   if (options_.communication_hint == "auto") {
     // As RemoteCollectives picks per pack: recursive doubling for small
     // packs on a power-of-two group, else the ring.
-    const bool pow2 = (num_replicas_ & (num_replicas_ - 1)) == 0;
+    const bool pow2 = (group & (group - 1)) == 0;
     bool ring = false, doubling = false;
     for (int64_t b : step.plan.pack_bytes) {
       (pow2 && b > 0 && b <= distributed::RemoteCollectives::kSmallBytes ? doubling : ring) = true;
@@ -92,10 +109,24 @@ absl::StatusOr<TrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
     step.plan.algorithm =
         absl::StrCat(step.plan.algorithm, " (", device_type_, " through the host)");
   }
-  // Every worker starts from the chief's values, whatever it restored.
+  // Every worker starts from the chief's values, whatever it restored;
+  // then its other replicas take its first's.
   std::vector<Variable> synced = step.saved;
   if (global_step != nullptr) synced.push_back(*global_step);
-  GR_ASSIGN_OR_RETURN(step.after_restore, BuildSyncFromChief(root, synced));
+  GR_ASSIGN_OR_RETURN(Operation from_chief, BuildSyncFromChief(root, synced));
+  step.after_restore = from_chief;
+  if (k_local > 1) {
+    std::vector<std::vector<Variable>> copies(k_local);
+    for (int k = 0; k < k_local; ++k) {
+      copies[k] = step.replicas[k].variables;
+      for (const Variable& v : step.optimizers[k]->variables()) copies[k].push_back(v);
+    }
+    GR_ASSIGN_OR_RETURN(
+        step.after_restore,
+        BuildMirrorSync(
+            root.WithControlDependencies({from_chief}).NewSubScope("after_sync_from_chief"),
+            local.devices, copies));
+  }
   return step;
 }
 
@@ -109,9 +140,12 @@ absl::StatusOr<Operation> MultiWorkerMirroredStrategy::BuildSyncFromChief(
   // group's members on a task are one device. So an accelerator's
   // broadcasts have a group of the tasks' CPUs of their own (key + 1).
   Scope s = root.WithDevice(task_ + "/device:CPU:0").NewSubScope("sync_from_chief");
-  Output size = ops::Const(s.WithOpName("group_size"), int32_t{num_replicas_});
+  // (The gradients' group is the tasks' CPU:0s when the replicas are one
+  // CPU per worker: the same group.)
+  const bool same_group = device_type_ == "CPU" && local_replicas_ == 1;
+  Output size = ops::Const(s.WithOpName("group_size"), int32_t{num_workers_});
   Output key = ops::Const(s.WithOpName("group_key"),
-                          device_type_ == "CPU" ? options_.group_key : options_.group_key + 1);
+                          same_group ? options_.group_key : options_.group_key + 1);
   std::vector<Operation> ops_done;
   for (size_t j = 0; j < variables.size(); ++j) {
     const Variable& v = variables[j];

@@ -11,16 +11,21 @@
 //   o.initializes_own_variables = true;       // every worker holds a copy
 //   ClientSession session(root, s->session_options(server->target()));
 //
-// Every worker builds one replica on its own CPU device (or its GPU:0),
-// with the same names, seeds and initial values as every other worker;
-// its gradients are all-reduced (mean) with the others' by
-// CollectiveReduceV2, through the task's RemoteCollectives, so every copy
-// applies the same bytes. GPU replicas' collectives run through NCCL in
+// Every worker builds its replicas, one per local device (CPU:0 by
+// default; GPU:0..K-1 with K replicas per worker, as TensorFlow's strategy
+// takes every GPU of a worker), with the same names, seeds and initial
+// values as every other worker; each worker's batch is split among its
+// replicas, and every replica's gradients are all-reduced (mean) with all
+// the others' (one group of workers x K members) by CollectiveReduceV2,
+// through the task's RemoteCollectives, so every copy applies the same
+// bytes. GPU replicas' collectives run through NCCL in
 // GPU memory, one communicator for the group across the workers' processes
 // (kernels/gpu/nccl_backend.h); other accelerators stage their data
 // through host memory.
-// Replicas: with a `chief` job the chief is replica 0 and worker i replica
-// i + 1; without one, worker i is replica i and worker 0 is the chief. The
+// Workers: with a `chief` job the chief is worker 0 and worker i worker
+// i + 1; without one, worker i is worker i and worker 0 is the chief.
+// Worker w's replicas are w*K .. w*K+K-1; the first's ops and variables
+// keep their plain names, local replica k's live under "replica_k". The
 // chief writes checkpoints, summaries and exports; every worker restores
 // the latest checkpoint itself.
 #ifndef GRAPHRUN_CLIENT_TRAIN_MULTI_WORKER_MIRRORED_STRATEGY_H_
@@ -30,6 +35,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "client/train/mirrored_strategy.h"
 #include "distributed/cluster_spec.h"
 
@@ -41,23 +47,34 @@ class MultiWorkerMirroredStrategy : public DistributionStrategy {
  public:
   // InvalidArgument naming what is wrong: a cluster with a ps job or no
   // worker job, a task type that does not train, a task not in the cluster.
-  // `device_type`: the replica's device, device 0 of that type on its
-  // task ("GPU", "TEST_ACCEL"; the session then has soft placement, so
-  // ops without a kernel there run on the task's CPU).
+  // `device_type`: the replicas' devices, devices 0..local_replicas-1 of
+  // that type on the task ("GPU", "TEST_ACCEL"; the session then has soft
+  // placement, so ops without a kernel there run on the task's CPU; CPU
+  // replicas beyond the first need a server with that many CPU devices).
+  // InvalidArgument unless 1 <= local_replicas <= 256.
   static absl::StatusOr<MultiWorkerMirroredStrategy> Create(
       const distributed::ClusterSpec& cluster, const std::string& task_type, int task_index,
-      AllReduceOptions options = AllReduceOptions(), const std::string& device_type = "CPU");
+      AllReduceOptions options = AllReduceOptions(), const std::string& device_type = "CPU",
+      int local_replicas = 1);
 
   std::string name() const override { return "multi_worker_mirrored"; }
-  int num_replicas() const override { return num_replicas_; }
-  int replica_index() const override { return replica_index_; }
-  bool is_chief() const override { return replica_index_ == 0; }
+  // Replicas of the job: workers x local replicas.
+  int num_replicas() const override { return num_workers_ * local_replicas_; }
+  int num_local_replicas() const override { return local_replicas_; }
+  int replica_index() const override { return worker_index_ * local_replicas_; }
+  // Training tasks (chief and workers), and this one's place among them
+  // (what its data shard is).
+  int num_workers() const { return num_workers_; }
+  int worker_index() const { return worker_index_; }
+  bool is_chief() const override { return worker_index_ == 0; }
   // Every worker holds a copy of every variable and restores it itself.
   bool initializes_own_variables() const override { return true; }
-  // "/job:worker/replica:0/task:1" and its replica's device (CPU:0 by
-  // default).
+  // "/job:worker/replica:0/task:1" and its first replica's device (CPU:0 by
+  // default); local replica k's.
   const std::string& task() const { return task_; }
-  std::string device() const { return task_ + "/device:" + device_type_ + ":0"; }
+  std::string device(int k = 0) const {
+    return absl::StrCat(task_, "/device:", device_type_, ":", k);
+  }
   const std::string& device_type() const { return device_type_; }
   const AllReduceOptions& all_reduce_options() const { return options_; }
 
@@ -65,10 +82,11 @@ class MultiWorkerMirroredStrategy : public DistributionStrategy {
   // own task: collectives reach the peers, the session never does.
   SessionOptions session_options(const std::string& target) const override;
   Scope ReplicaScope(const Scope& root) const override { return root.WithDevice(device()); }
-  // This worker's replica of the step (BuildAllReduceTrainStep with a
+  // This worker's replicas of the step (BuildAllReduceTrainStep with a
   // group of num_replicas()); `inputs` are this worker's batch of `rows`
-  // rows. Its after_restore op is BuildSyncFromChief over the saved
-  // variables and `global_step`.
+  // rows (InvalidArgument unless its replicas share it evenly). Its
+  // after_restore op is BuildSyncFromChief over the saved variables and
+  // `global_step`, then the local copies take the first's values.
   absl::StatusOr<TrainStep> BuildTrainStep(const Scope& root, const std::vector<Output>& inputs,
                                            int64_t rows, const ModelFn& model_fn,
                                            const OptimizerFn& optimizer_fn,
@@ -76,17 +94,18 @@ class MultiWorkerMirroredStrategy : public DistributionStrategy {
   // Every worker takes the chief's values of `variables` (the same list,
   // in the same order, on every worker): the chief broadcasts each with
   // CollectiveBcastSendV2, the others assign what CollectiveBcastRecvV2
-  // gives, on the tasks' CPUs (group_key + 1 when the replicas are on
-  // accelerators). Run it on every worker after initialization or a restore, so
-  // a worker that restored nothing (another host's checkpoint directory)
-  // still starts from the chief's state. InvalidArgument for a variable of
-  // unknown shape.
+  // gives, on the tasks' CPUs (a group of one member per worker: the key
+  // group_key + 1 unless the gradients' group is the tasks' CPU:0s). Run it on every worker after
+  // initialization or a restore, so a worker that restored nothing (another host's checkpoint
+  // directory) still starts from the chief's state. InvalidArgument for a variable of unknown
+  // shape.
   absl::StatusOr<Operation> BuildSyncFromChief(const Scope& root,
                                                const std::vector<Variable>& variables) const;
 
  private:
-  int num_replicas_ = 1;
-  int replica_index_ = 0;
+  int num_workers_ = 1;
+  int worker_index_ = 0;
+  int local_replicas_ = 1;
   std::string task_;
   std::string device_type_ = "CPU";
   AllReduceOptions options_;

@@ -60,7 +60,8 @@ absl::StatusOr<TrainResult> TrainAllReduce(const TrainConfig& c,
   const int64_t last_step = LastStep(c, per_epoch);
   TrainResult result;
   result.num_ps = 0;
-  result.num_workers = strategy.num_replicas();
+  result.num_workers = strategy.num_replicas() / strategy.num_local_replicas();
+  result.num_replicas = strategy.num_replicas();
   ClusterProgress progress(log, c.log_every, per_epoch, c.batch_size, last_step);
   std::atomic<bool> stop{false};
   std::vector<ReplicaRun> runs(1);
@@ -161,6 +162,20 @@ absl::StatusOr<ShardChoice> ChooseShard(const TrainConfig& c, int replica, int r
   return s;
 }
 
+// Replicas per worker: --num_replicas, or by default one per device of
+// the replicas' type on this task (as TensorFlow's strategy takes every
+// GPU of a worker), one where it has none (soft placement then runs the
+// replica on the CPU) and one on the CPU.
+int LocalReplicas(const TrainConfig& c, distributed::GrpcServer* server) {
+  if (c.replicas_per_worker > 0) return c.replicas_per_worker;
+  if (c.replica_device_type == "CPU" || server == nullptr) return 1;
+  int n = 0;
+  for (const auto& d : server->device_mgr()->devices()) {
+    if (d->device_type() == c.replica_device_type) ++n;
+  }
+  return std::max(n, 1);
+}
+
 }  // namespace
 
 absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
@@ -170,12 +185,15 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
                                              RunControl* control) {
   train::AllReduceOptions ao;
   ao.pack_bytes = c.allreduce_pack_bytes;
-  GR_ASSIGN_OR_RETURN(train::MultiWorkerMirroredStrategy strategy,
-                      train::MultiWorkerMirroredStrategy::Create(spec, task_type, task_index, ao,
-                                                                 c.replica_device_type));
-  GR_ASSIGN_OR_RETURN(int64_t batch, strategy.PerReplicaBatch(c.batch_size));
+  GR_ASSIGN_OR_RETURN(
+      train::MultiWorkerMirroredStrategy strategy,
+      train::MultiWorkerMirroredStrategy::Create(spec, task_type, task_index, ao,
+                                                 c.replica_device_type, LocalReplicas(c, server)));
+  // This worker's batch: its replicas' together.
+  GR_ASSIGN_OR_RETURN(int64_t per_replica, strategy.PerReplicaBatch(c.batch_size));
+  const int64_t batch = per_replica * strategy.num_local_replicas();
   GR_ASSIGN_OR_RETURN(ShardChoice shard,
-                      ChooseShard(c, strategy.replica_index(), strategy.num_replicas()));
+                      ChooseShard(c, strategy.worker_index(), strategy.num_workers()));
   // Every replica takes one batch of its shard per step, in lockstep: an
   // epoch is the smallest shard's full batches.
   GR_ASSIGN_OR_RETURN(std::string train_labels, FindIdx(c, "train-labels-idx1-ubyte"));

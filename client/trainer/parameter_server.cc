@@ -316,6 +316,9 @@ distributed::ServerOptions TaskServerOptions(const TrainConfig& c,
   so.task = task_index;
   so.intra_op_threads = c.intra_op_threads > 0 ? c.intra_op_threads : 1;
   so.inter_op_threads = c.inter_op_threads > 0 ? c.inter_op_threads : 2;
+  if (c.distribution == "multi_worker_mirrored" && c.replica_device_type == "CPU") {
+    so.num_cpus = std::max(1, c.replicas_per_worker);  // a CPU device per replica
+  }
   so.bind_host = c.bind_host;
   so.insecure = c.insecure;
   so.allowed_dirs = TaskAllowedDirs(c);

@@ -62,6 +62,9 @@ std::vector<std::string> TrainFlags(const TrainConfig& c) {
     f.push_back(absl::StrCat("--allreduce_pack_bytes=", c.allreduce_pack_bytes));
     f.push_back("--auto_shard_policy=" + c.auto_shard_policy);
     f.push_back("--replica_device_type=" + c.replica_device_type);
+    if (c.distribution == "multi_worker_mirrored" && c.replicas_per_worker > 0) {
+      f.push_back(absl::StrCat("--num_replicas=", c.replicas_per_worker));
+    }
   }
   return f;
 }

@@ -116,9 +116,12 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
     *log << "graphrun train: " << c.model << " on " << c.data_dir << ", "
          << (c.local ? std::string("local (one process)")
              : c.distribution == "multi_worker_mirrored"
-                 ? absl::StrCat(c.workers,
-                                " workers (one process each), multi_worker_mirrored: gradients "
-                                "all-reduced, no PS")
+                 ? absl::StrCat(c.workers, " workers (one process each",
+                                c.replicas_per_worker > 1
+                                    ? absl::StrCat(", ", c.replicas_per_worker, " ",
+                                                   c.replica_device_type, " replicas each")
+                                    : std::string(),
+                                "), multi_worker_mirrored: gradients all-reduced, no PS")
                  : absl::StrCat(c.ps, " PS + ", c.workers, " workers, ", c.sync ? "sync" : "async"))
          << ", " << c.optimizer << ", global batch " << c.batch_size << "\n";
   }

@@ -56,7 +56,10 @@ struct TrainConfig {
   std::string distribution = "parameter_server";
   // multi_worker_mirrored: one process per worker (the embedded cluster's
   // --workers, or TF_CONFIG), no PS.
-  int num_replicas = 2;                             // mirrored
+  int num_replicas = 2;  // mirrored
+  // multi_worker_mirrored: replicas per worker, one device each; 0: one
+  // per device of replica_device_type on the worker (one on the CPU).
+  int replicas_per_worker = 0;
   std::string replica_device_type = "CPU";          // mirrored: CPU, GPU, ...
   int64_t allreduce_pack_bytes = int64_t{4} << 20;  // all-reduce distributions
   std::string auto_shard_policy = "auto";           // multi_worker_mirrored: auto|data|file|off
@@ -151,6 +154,9 @@ struct TrainResult {
   std::string mode;  // "local", "distributed", "tf_config"
   std::string strategy_used;
   int num_ps = 0, num_workers = 1;  // of the cluster trained on
+  // Replicas of the model (all-reduce: every worker's devices); 0: one per
+  // worker.
+  int num_replicas = 0;
   std::optional<int64_t> restored_from_step;
   int64_t global_step = 0;
   int64_t initial_global_step = 0;

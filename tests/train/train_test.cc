@@ -583,6 +583,17 @@ TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
   ASSERT_FALSE(mw_batch.ok());
   EXPECT_EQ(mw_batch.status().message(),
             "--batch_size: the global batch 256 does not divide evenly among 3 workers");
+  auto mw_replicas =
+      ParseTrainFlags({"--distribution=multi_worker_mirrored", "--workers=2", "--num_replicas=3"});
+  ASSERT_FALSE(mw_replicas.ok());
+  EXPECT_EQ(mw_replicas.status().message(),
+            "--batch_size: the global batch 256 does not divide evenly among 6 replicas (2 "
+            "workers x 3)");
+  auto per_worker =
+      ParseTrainFlags({"--distribution=multi_worker_mirrored", "--workers=2", "--num_replicas=4"});
+  ASSERT_TRUE(per_worker.ok()) << per_worker.status();
+  EXPECT_EQ(per_worker->replicas_per_worker, 4);
+  EXPECT_EQ(per_worker->num_replicas, 2);  // mirrored's, untouched
   EXPECT_FALSE(ParseTrainFlags({"--auto_shard_policy=data"}).ok());
   EXPECT_FALSE(
       ParseTrainFlags({"--distribution=multi_worker_mirrored", "--auto_shard_policy=x"}).ok());
