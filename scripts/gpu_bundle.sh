@@ -3,7 +3,7 @@
 # CUDA-built graphrun, the GPU test suite and gpu_benchmark (built for
 # x86-64-v3, never -march=native), the shared libraries they need that are
 # not CUDA's (gRPC, Protobuf, Abseil, oneDNN, OpenSSL, ...: that machine has
-# no Debian packages), scripts/test_gpu.sh and scripts/torch_mlp.py.
+# no Debian packages), scripts/test_gpu.sh and scripts/torch_gpu_train.py.
 # cuBLAS, cuDNN and NCCL come from the GPU machine's PyTorch installation.
 #
 # Usage: scripts/gpu_bundle.sh [OUT.tar.xz]   (default /tmp/graphrun-gpu.tar.xz)
@@ -24,7 +24,7 @@ strip "$root"/bin/*
 for b in "$root"/bin/*; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u |
   grep -vE '/(libcuda|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl|libc|libm|libdl|librt|libpthread|ld-linux-x86-64)\.so' |
   while read -r lib; do cp -L "$lib" "$root/lib/"; done
-cp scripts/test_gpu.sh scripts/torch_mlp.py "$root/scripts/"
+cp scripts/test_gpu.sh scripts/torch_gpu_train.py "$root/scripts/"
 tar -C "$stage" -cf - graphrun-gpu | xz -9 -T2 > "$out"
 rm -rf "$stage"
 size=$(stat -c %s "$out")

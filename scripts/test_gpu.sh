@@ -30,7 +30,7 @@ echo "test_gpu: $gpus GPU(s)$( ((gpus >= 2)) && echo ', NCCL bus bandwidth measu
 rc=0
 "$root/bin/gpu_test" --gtest_brief=0 || rc=1
 "$root/bin/gpu_benchmark" || rc=1
-"$py" "$root/scripts/torch_mlp.py" || true
+"$py" "$root/scripts/torch_gpu_train.py" || true
 # A CUDA-built graphrun on the GPU: affine runs there (type priority).
 cat > /tmp/test_gpu_affine.pbtxt <<'PB'
 node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }

@@ -2,8 +2,9 @@
 //  1. MatMul 4096^3 fp32: ten chained MatMuls in one graphrun step against
 //     the same ten cublasSgemm calls made directly, as a ratio (1.0 = the
 //     graph costs nothing over cuBLAS).
-//  2. The MLP 784-256-256-10, batch 256, SGD: training examples/s on the
-//     GPU and on the CPU through the client API (scripts/torch_mlp.py gives
+//  2. The MLP 784-256-256-10 (batch 256) and the CNN of `graphrun train
+//     --model=cnn` (batch 128), SGD: training examples/s on the GPU and on
+//     the CPU through the client API (scripts/torch_gpu_train.py gives
 //     PyTorch's on the same GPU).
 // Medians of several repetitions.
 #include <cublas_v2.h>
@@ -138,9 +139,15 @@ void MatMulFigure() {
       direct / graph);
 }
 
-double MlpExamplesPerSecond(bool gpu) {
+// Training examples/s of the zoo's "mlp" (batch 256, SGD 0.1) or "cnn"
+// (`graphrun train --model=cnn`'s, batch 128, SGD 0.05) through the
+// client API, fed from host memory every step and fetching the loss:
+// the median of `reps` runs of `steps` steps after `warmup`.
+double ExamplesPerSecond(const std::string& model, bool gpu, int warmup, int reps, int steps) {
   using namespace client;         // NOLINT
   using namespace client::train;  // NOLINT
+  const bool cnn = model == "cnn";
+  const int64_t batch = cnn ? 128 : 256;
   Scope s = Scope::NewRootScope();
   auto placeholder = [&](DataType dt, PartialShape shape) {
     return client::train::internal::Op(s, "Placeholder")
@@ -148,11 +155,11 @@ double MlpExamplesPerSecond(bool gpu) {
         .Attr("shape", client::internal::AttrShape(shape))
         .Out();
   };
-  Output x = placeholder(DT_FLOAT, PartialShape({-1, 784}));
+  Output x = placeholder(DT_FLOAT, cnn ? PartialShape({-1, 28, 28, 1}) : PartialShape({-1, 784}));
   Output labels = placeholder(DT_INT32, PartialShape({-1}));
   Layers layers(s, 3);
-  Model m = Mlp(layers, x, labels);
-  GradientDescentOptimizer sgd(0.1f);
+  Model m = cnn ? Cnn(layers, x, labels) : Mlp(layers, x, labels);
+  GradientDescentOptimizer sgd(cnn ? 0.05f : 0.1f);
   auto train = TrainOp(s, layers, m.loss, sgd);
   if (!train.ok()) return -1;
   SessionOptions so;
@@ -161,19 +168,20 @@ double MlpExamplesPerSecond(bool gpu) {
   if (!session.Run({}, {}, {GlobalVariablesInitializer(s)}).ok()) return -1;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(0, 1);
-  Tensor xs(DT_FLOAT, TensorShape({256, 784}));
+  Tensor xs(DT_FLOAT, cnn ? TensorShape({batch, 28, 28, 1}) : TensorShape({batch, 784}));
   for (float& f : xs.flat<float>()) f = u(rng);
-  Tensor ys(DT_INT32, TensorShape({256}));
-  for (int i = 0; i < 256; ++i) ys.flat<int32_t>()[i] = i % 10;
-  for (int i = 0; i < 20; ++i)
+  Tensor ys(DT_INT32, TensorShape({batch}));
+  for (int i = 0; i < batch; ++i) ys.flat<int32_t>()[i] = i % 10;
+  for (int i = 0; i < warmup; ++i) {
     session.Run({{x, xs}, {labels, ys}}, {m.loss}, {*train}).IgnoreError();
+  }
   std::vector<double> rates;
-  for (int r = 0; r < 5; ++r) {
+  for (int r = 0; r < reps; ++r) {
     auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 50; ++i) {
-      session.Run({{x, xs}, {labels, ys}}, {m.loss}, {*train}).IgnoreError();
+    for (int i = 0; i < steps; ++i) {
+      if (!session.Run({{x, xs}, {labels, ys}}, {m.loss}, {*train}).ok()) return -1;
     }
-    rates.push_back(50 * 256 / Seconds(start));
+    rates.push_back(steps * batch / Seconds(start));
   }
   return Median(rates);
 }
@@ -188,11 +196,22 @@ int main() {
     return 1;
   }
   graphrun::MatMulFigure();
-  const double gpu = graphrun::MlpExamplesPerSecond(true);
-  const double cpu = graphrun::MlpExamplesPerSecond(false);
+  const double mlp_gpu = graphrun::ExamplesPerSecond("mlp", true, 20, 5, 50);
+  const double mlp_cpu = graphrun::ExamplesPerSecond("mlp", false, 20, 5, 50);
   std::printf(
       "mlp 784-256-256-10 batch 256 sgd: graphrun GPU %.0f examples/s, graphrun CPU %.0f "
       "examples/s\n",
-      gpu, cpu);
+      mlp_gpu, mlp_cpu);
+  // (The CPU's CNN steps are slow: fewer of them.)
+  const double cnn_gpu = graphrun::ExamplesPerSecond("cnn", true, 20, 5, 50);
+  const double cnn_cpu = graphrun::ExamplesPerSecond("cnn", false, 2, 3, 5);
+  std::printf(
+      "cnn 28x28x1 conv32-32-64-64 dense512 batch 128 sgd: graphrun GPU %.0f examples/s, "
+      "graphrun CPU %.0f examples/s\n",
+      cnn_gpu, cnn_cpu);
+  if (mlp_gpu < 0 || cnn_gpu < 0) {
+    std::printf("gpu_benchmark: a training step failed\n");
+    return 1;
+  }
   return 0;
 }
