@@ -5,11 +5,13 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -249,10 +251,12 @@ class NcclBackend final : public DeviceCollectiveBackend {
     }
     const size_t elem = static_cast<size_t>(DataTypeSize(a.dtype));
 
-    std::lock_guard<std::mutex> l(mu_);
+    // Joining a communicator across processes waits for every rank, this
+    // process's other tasks' too: outside the enqueue lock.
     absl::StatusOr<std::vector<ncclComm_t>> comms =
         one_process ? Comms(ordinals) : RankComms(round, gpus);
     if (!comms.ok()) return fail(comms.status());
+    std::lock_guard<std::mutex> l(enqueue_mu_);
     if (count == 0) {
       // (After the communicator: the first round joins it on every rank.)
       rounds_run.fetch_add(1);
@@ -314,8 +318,9 @@ class NcclBackend final : public DeviceCollectiveBackend {
   }
 
   // The communicators of the GPUs `ordinals` (rank i on ordinals[i]),
-  // made at their first round. REQUIRES: mu_ held.
+  // made at their first round (ncclCommInitAll waits for no other thread).
   absl::StatusOr<std::vector<ncclComm_t>> Comms(const std::vector<int>& ordinals) {
+    std::lock_guard<std::mutex> l(mu_);
     auto it = comms_.find(ordinals);
     if (it != comms_.end()) return it->second;
     std::vector<ncclComm_t> comms(ordinals.size(), nullptr);
@@ -327,7 +332,10 @@ class NcclBackend final : public DeviceCollectiveBackend {
 
   // This process's ranks of the communicator spanning processes, made at
   // its first round (every process joins then: ncclCommInitRank returns
-  // once all ranks have). REQUIRES: mu_ held.
+  // once all ranks have, and connects them: NCCL_RUNTIME_CONNECT=0). The
+  // join runs without the lock, so that another task of this process can
+  // join its own ranks of the same communicator meanwhile; a rank another
+  // thread is joining is waited for.
   absl::StatusOr<std::vector<ncclComm_t>> RankComms(const Round& round,
                                                     const std::vector<GpuAccelerator*>& gpus) {
     if (round.communicator.size() != sizeof(ncclUniqueId)) {
@@ -336,15 +344,24 @@ class NcclBackend final : public DeviceCollectiveBackend {
     }
     std::vector<ncclComm_t> comms(round.ranks.size(), nullptr);
     std::vector<size_t> missing;
+    std::unique_lock<std::mutex> l(mu_);
+    joined_.wait(l, [&] {
+      for (int rank : round.ranks) {
+        if (joining_.count({round.communicator, rank}) > 0) return false;
+      }
+      return true;
+    });
     for (size_t i = 0; i < round.ranks.size(); ++i) {
       auto it = rank_comms_.find({round.communicator, round.ranks[i]});
       if (it != rank_comms_.end()) {
         comms[i] = it->second;
       } else {
         missing.push_back(i);
+        joining_.insert({round.communicator, round.ranks[i]});
       }
     }
     if (missing.empty()) return comms;
+    l.unlock();
     ncclUniqueId id;
     std::memcpy(id.internal, round.communicator.data(), sizeof(id.internal));
     int previous = 0;
@@ -362,14 +379,26 @@ class NcclBackend final : public DeviceCollectiveBackend {
     r = nccl_.GroupEnd();
     if (r != ncclSuccess && first.ok()) first = NcclError(nccl_, "ncclGroupEnd", r, nullptr);
     cudaSetDevice(previous);
+    l.lock();
+    for (size_t i : missing) {
+      const std::pair<std::string, int> key{round.communicator, round.ranks[i]};
+      joining_.erase(key);
+      if (first.ok()) rank_comms_[key] = comms[i];
+    }
+    joined_.notify_all();
     if (!first.ok()) return first;
-    for (size_t i : missing) rank_comms_[{round.communicator, round.ranks[i]}] = comms[i];
     return comms;
   }
 
   const Nccl& nccl_;
   const std::string name_ = "nccl";
+  // Rounds are enqueued under enqueue_mu_, one at a time, so that the
+  // collectives of every communicator come in the same order on each GPU;
+  // mu_ guards the communicators.
+  std::mutex enqueue_mu_;
   std::mutex mu_;
+  std::condition_variable joined_;
+  std::set<std::pair<std::string, int>> joining_;  // (id, rank) being joined
   // Kept for the process: a GPU set's communicator serves every session.
   std::map<std::vector<int>, std::vector<ncclComm_t>> comms_;
   // Ranks of communicators spanning processes, by (id, rank).
@@ -382,6 +411,12 @@ DeviceCollectiveBackend* NcclCollectiveBackend() {
   static DeviceCollectiveBackend* const backend = []() -> DeviceCollectiveBackend* {
     const char* env = std::getenv("GRAPHRUN_NCCL");
     if (env != nullptr && std::string(env) == "0") return nullptr;
+    // Ranks connect when they join (ncclCommInitRank, outside the enqueue
+    // lock), not at their first collective (NCCL >= 2.22's default): a
+    // first collective that waited there for a rank of another task of this
+    // process would wait under the lock that rank needs. The user's
+    // setting wins.
+    setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
     std::string why;
     const Nccl* nccl = Nccl::Load(&why);
     int version = 0;

@@ -18,7 +18,8 @@
 // on its GPU's compute stream, so the result is ordered before that GPU's later kernels and copies
 // like any kernel's output, and each member completes once its work is enqueued. Rounds are
 // enqueued under one lock, so the collectives of every communicator come in the same order on each
-// GPU.
+// GPU; joining a communicator across processes (which waits for every rank, and connects them)
+// runs outside it, so two tasks of one process can hold ranks of one communicator.
 //
 // NCCL is loaded at run time (dlopen of libnccl.so.2): where it is missing
 // the process says so once and the GPUs' collectives go through host
