@@ -60,6 +60,12 @@ absl::StatusOr<Tensor> DecodeTensor(const BundleEntry& e, absl::string_view byte
   if (bytes.size() != static_cast<uint64_t>(n) * sz) return corrupt("wrong size");
   Tensor t(e.dtype, shape);
   if (n > 0) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+  if (e.big_endian) {
+    // Each number's bytes reversed; a complex number's two parts each.
+    const uint64_t unit = e.dtype == DT_COMPLEX64 || e.dtype == DT_COMPLEX128 ? sz / 2 : sz;
+    char* p = t.raw_data();
+    for (uint64_t i = 0; unit > 1 && i < bytes.size(); i += unit) std::reverse(p + i, p + i + unit);
+  }
   if (e.dtype == DT_BOOL) {
     // Only 0 and 1 are valid bools.
     auto* p = reinterpret_cast<uint8_t*>(t.raw_data());

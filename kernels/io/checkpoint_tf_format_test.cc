@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <complex>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -261,6 +262,61 @@ TEST(TfCheckpointFormatTest, WrittenBytesDecodeAsTensorFlowDefinesThem) {
 // lengths as 4-byte little-endian integers (not their varint bytes), then
 // the entry's CRC over the length checksum and the strings' bytes. A
 // tensor of a dtype graphrun cannot hold fails only its own lookup.
+// Protobuf wire format by hand: a varint field, a length-delimited one.
+void FieldVarint(std::string* m, int field, uint64_t v) {
+  PutVarint(m, static_cast<uint64_t>(field) << 3);
+  PutVarint(m, v);
+}
+void FieldBytes(std::string* m, int field, const std::string& v) {
+  PutVarint(m, (static_cast<uint64_t>(field) << 3) | 2);
+  PutVarint(m, v.size());
+  m->append(v);
+}
+
+// One table block of `recs` (no shared key prefixes, one restart point).
+std::string TableBlock(const std::vector<std::pair<std::string, std::string>>& recs) {
+  std::string b;
+  for (const auto& [k, v] : recs) {
+    PutVarint(&b, 0);
+    PutVarint(&b, k.size());
+    PutVarint(&b, v.size());
+    b += k + v;
+  }
+  PutFixed32(&b, 0);
+  PutFixed32(&b, 1);
+  return b;
+}
+
+// A whole .index table of one data block holding `recs` (sorted),
+// snappy-compressed or not: block trailers, the metaindex, the index
+// block, the footer.
+std::string TableFile(const std::vector<std::pair<std::string, std::string>>& recs, bool compress) {
+  std::string file;
+  auto append = [&](const std::string& contents, char type) {
+    std::string handle;
+    PutVarint(&handle, file.size());
+    PutVarint(&handle, contents.size());
+    file += contents;
+    file.push_back(type);
+    std::string with_type = contents + type;
+    PutFixed32(&file, Mask(checkpoint::Crc32c(0, with_type.data(), with_type.size())));
+    return handle;
+  };
+  std::string records = TableBlock(recs);
+  if (compress) {
+    std::string compressed;
+    snappy::Compress(records.data(), records.size(), &compressed);
+    records = compressed;
+  }
+  std::string data_handle = append(records, compress ? 1 : 0);
+  std::string footer = append(TableBlock({}), 0);
+  footer += append(TableBlock({{recs.back().first, data_handle}}), 0);
+  footer.resize(40, '\0');
+  PutFixed32(&footer, 0x8b80fb57u);
+  PutFixed32(&footer, 0xdb477524u);
+  return file + footer;
+}
+
 TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   const std::string prefix = TempDir("snappy") + "/tf.ckpt";
   // Data file: w = [0.5, -2] (float32).
@@ -276,15 +332,8 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
       checkpoint::Crc32c(checkpoint::Crc32c(lengths_crc, s_data.data() + 2, 4), "abc", 3);
   WriteAll(prefix + ".data-00000-of-00001", data + s_data);
 
-  auto field_varint = [](std::string* m, int field, uint64_t v) {
-    PutVarint(m, static_cast<uint64_t>(field) << 3);
-    PutVarint(m, v);
-  };
-  auto field_bytes = [](std::string* m, int field, const std::string& v) {
-    PutVarint(m, (static_cast<uint64_t>(field) << 3) | 2);
-    PutVarint(m, v.size());
-    m->append(v);
-  };
+  auto field_varint = FieldVarint;
+  auto field_bytes = FieldBytes;
   std::string header, version, entry, shape, dim;
   field_varint(&version, 1, 1);
   field_varint(&header, 1, 1);
@@ -305,29 +354,6 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   PutVarint(&s_entry, (6 << 3) | 5);
   PutFixed32(&s_entry, Mask(s_crc));
 
-  auto block = [](const std::vector<std::pair<std::string, std::string>>& recs) {
-    std::string b;
-    for (const auto& [k, v] : recs) {
-      PutVarint(&b, 0);
-      PutVarint(&b, k.size());
-      PutVarint(&b, v.size());
-      b += k + v;
-    }
-    PutFixed32(&b, 0);
-    PutFixed32(&b, 1);
-    return b;
-  };
-  std::string file;
-  auto append = [&](const std::string& contents, char type) {
-    std::string handle;
-    PutVarint(&handle, file.size());
-    PutVarint(&handle, contents.size());
-    file += contents;
-    file.push_back(type);
-    std::string with_type = contents + type;
-    PutFixed32(&file, Mask(checkpoint::Crc32c(0, with_type.data(), with_type.size())));
-    return handle;
-  };
   // "v": a DT_VARIANT (21) scalar, as tf.data iterator state is saved:
   // listed, but only its own lookup fails.
   std::string v_entry;
@@ -335,17 +361,9 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   field_bytes(&v_entry, 2, "");
   field_varint(&v_entry, 5, 3);
   auto write_index = [&](const std::string& header) {
-    file.clear();
-    std::string compressed;
-    const std::string records = block({{"", header}, {"s", s_entry}, {"v", v_entry}, {"w", entry}});
-    snappy::Compress(records.data(), records.size(), &compressed);
-    std::string data_handle = append(compressed, 1);
-    std::string footer = append(block({}), 0);
-    footer += append(block({{"w", data_handle}}), 0);
-    footer.resize(40, '\0');
-    PutFixed32(&footer, 0x8b80fb57u);
-    PutFixed32(&footer, 0xdb477524u);
-    WriteAll(prefix + ".index", file + footer);
+    WriteAll(prefix + ".index",
+             TableFile({{"", header}, {"s", s_entry}, {"v", v_entry}, {"w", entry}},
+                       /*compress=*/true));
   };
   write_index(header);
 
@@ -391,6 +409,123 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
   auto accepted = checkpoint::BundleReader::Open(prefix);
   ASSERT_TRUE(accepted.ok()) << accepted.status();
   EXPECT_THAT((*accepted)->Lookup("w")->flat<float>(), ElementsAre(0.5f, -2.0f));
+}
+
+// A bundle written on a big-endian machine (BundleHeaderProto.endianness =
+// BIG, field 2 = 1): every number's bytes reversed in the data file, the
+// entries' checksums over those bytes, a string tensor's length checksum
+// taken over its lengths as big-endian 4-byte integers and stored
+// big-endian. Read as TensorFlow's BundleReader reads it: the values
+// swapped back. Merged, it stays big-endian; merged with a little-endian
+// checkpoint, it is refused.
+TEST(TfCheckpointFormatTest, ReadsBigEndianBundles) {
+  const std::string dir = TempDir("big_endian");
+  const std::string prefix = dir + "/be.ckpt";
+  std::string data;
+  std::vector<std::pair<std::string, std::string>> recs;
+  std::string header, version;
+  FieldVarint(&version, 1, 1);
+  FieldVarint(&header, 1, 1);
+  FieldVarint(&header, 2, 1);  // BIG
+  FieldBytes(&header, 3, version);
+  recs.push_back({"", header});
+  // An entry for `bytes` (as stored) of dtype `dtype` and shape `dims`,
+  // checksummed as `crc`.
+  auto add = [&](const std::string& name, int dtype, std::vector<uint64_t> dims,
+                 const std::string& bytes, uint32_t crc) {
+    std::string shape, entry;
+    for (uint64_t d : dims) {
+      std::string dim;
+      FieldVarint(&dim, 1, d);
+      FieldBytes(&shape, 2, dim);
+    }
+    FieldVarint(&entry, 1, static_cast<uint64_t>(dtype));
+    FieldBytes(&entry, 2, shape);
+    FieldVarint(&entry, 4, data.size());  // offset (shard 0)
+    FieldVarint(&entry, 5, bytes.size());
+    PutVarint(&entry, (6 << 3) | 5);
+    PutFixed32(&entry, Mask(crc));
+    recs.push_back({name, entry});
+    data += bytes;
+  };
+  auto numbers = [&](const std::string& name, int dtype, std::vector<uint64_t> dims,
+                     const std::string& bytes) {
+    add(name, dtype, dims, bytes, checkpoint::Crc32c(0, bytes.data(), bytes.size()));
+  };
+  // Sorted keys: c, h, i, s, w.
+  // c: complex64 [1.5 - 0.25i]: each part big-endian.
+  numbers("c", 8, {1}, std::string("\x3f\xc0\x00\x00\xbe\x80\x00\x00", 8));
+  // h: half [1, -2] (0x3c00, 0xc000).
+  numbers("h", 19, {2}, std::string("\x3c\x00\xc0\x00", 4));
+  // i: int64 [1, -3].
+  numbers("i", 9, {2}, std::string("\0\0\0\0\0\0\0\x01\xff\xff\xff\xff\xff\xff\xff\xfd", 16));
+  // s: ["ab", "c"]: varint lengths (no byte order), then the length
+  // checksum over 00000002 00000001, stored big-endian.
+  {
+    const uint32_t lengths_crc =
+        checkpoint::Crc32c(0, std::string("\0\0\0\x02\0\0\0\x01", 8).data(), 8);
+    const uint32_t masked = Mask(lengths_crc);
+    std::string bytes("\x02\x01", 2);
+    for (int b = 3; b >= 0; --b) bytes.push_back(static_cast<char>((masked >> (8 * b)) & 0xff));
+    bytes += "abc";
+    const uint32_t crc = checkpoint::Crc32c(checkpoint::Crc32c(lengths_crc, bytes.data() + 2, 4),
+                                            bytes.data() + 6, 3);
+    add("s", 7, {2}, bytes, crc);
+  }
+  // w: float32 [[0.5, -2]].
+  numbers("w", 1, {1, 2}, std::string("\x3f\x00\x00\x00\xc0\x00\x00\x00", 8));
+  WriteAll(prefix + ".data-00000-of-00001", data);
+  WriteAll(prefix + ".index", TableFile(recs, /*compress=*/false));
+
+  auto check = [](const std::string& p) {
+    auto reader = checkpoint::BundleReader::Open(p);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    auto w = (*reader)->Lookup("w");
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_THAT(w->flat<float>(), ElementsAre(0.5f, -2.0f));
+    auto i = (*reader)->Lookup("i");
+    ASSERT_TRUE(i.ok()) << i.status();
+    EXPECT_THAT(i->flat<int64_t>(), ElementsAre(1, -3));
+    auto c = (*reader)->Lookup("c");
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->flat<std::complex<float>>()[0], std::complex<float>(1.5f, -0.25f));
+    auto h = (*reader)->Lookup("h");
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ(reinterpret_cast<const uint16_t*>(h->raw_data())[0], 0x3c00);
+    EXPECT_EQ(reinterpret_cast<const uint16_t*>(h->raw_data())[1], 0xc000);
+    auto s = (*reader)->Lookup("s");
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_THAT(s->flat<std::string>(), ElementsAre("ab", "c"));
+  };
+  check(prefix);
+  // A flipped byte is still caught (the checksum is over the stored bytes).
+  {
+    std::string bad = data;
+    bad[bad.size() - 1] ^= 1;
+    WriteAll(prefix + ".data-00000-of-00001", bad);
+    auto reader = checkpoint::BundleReader::Open(prefix);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ((*reader)->Lookup("w").status().code(), absl::StatusCode::kDataLoss);
+    WriteAll(prefix + ".data-00000-of-00001", data);
+  }
+  // Merged alone, the index still says BIG (field 2 of the header).
+  ASSERT_TRUE(checkpoint::MergeBundles({prefix}, dir + "/merged").ok());
+  check(dir + "/merged");
+  // With a little-endian checkpoint: refused, naming both.
+  WriteAll(prefix + ".data-00000-of-00001", data);
+  WriteAll(prefix + ".index", TableFile(recs, /*compress=*/false));
+  const std::string little = dir + "/little.ckpt";
+  {
+    auto w = checkpoint::BundleWriter::Create(little);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE((*w)->Add("z", Floats({1}, TensorShape({1}))).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  auto mixed = checkpoint::MergeBundles({prefix, little}, dir + "/mixed");
+  EXPECT_EQ(mixed.code(), absl::StatusCode::kUnimplemented) << mixed;
+  EXPECT_THAT(
+      std::string(mixed.message()),
+      ::testing::HasSubstr("'" + little + "' is little-endian and '" + prefix + "' is not"));
 }
 
 // Checkpoints graphrun wrote in its first format (index magic "GRCKPTIX",

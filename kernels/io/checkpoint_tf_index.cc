@@ -307,10 +307,14 @@ namespace {
 
 // Extends `crc` over a string length as TensorFlow's bundle checksums it:
 // the length's 4 little-endian bytes, or 8 when it does not fit in 32 bits.
-uint32_t ExtendLength(uint32_t crc, uint64_t len) {
+// TensorFlow checksums each string length as the writer's integer: 4
+// bytes (8 above 2^32 - 1), in its byte order.
+uint32_t ExtendLength(uint32_t crc, uint64_t len, bool big_endian = false) {
   char b[8];
   const size_t n = len <= 0xffffffffu ? 4 : 8;
-  for (size_t i = 0; i < n; ++i) b[i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < n; ++i) {
+    b[big_endian ? n - 1 - i : i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  }
   return Crc32c(crc, b, n);
 }
 
@@ -349,11 +353,12 @@ absl::StatusOr<Tensor> DecodeTfStrings(const BundleEntry& e, absl::string_view b
   uint32_t crc = 0;
   for (auto& len : lengths) {
     if (!GetVarint64(&s, &len)) return absl::InvalidArgumentError("truncated string lengths");
-    crc = ExtendLength(crc, len);
+    crc = ExtendLength(crc, len, e.big_endian);
   }
   const size_t header = bytes.size() - s.size();
   if (s.size() < 4) return absl::InvalidArgumentError("no checksum of the string lengths");
-  const uint32_t stored = DecodeFixed32(s.data());
+  uint32_t stored = DecodeFixed32(s.data());
+  if (e.big_endian) stored = __builtin_bswap32(stored);
   if (stored == MaskCrc(crc)) {
     // TensorFlow's checksums: the entry's covers the lengths as integers,
     // the length checksum's bytes and the strings' bytes.
@@ -365,7 +370,7 @@ absl::StatusOr<Tensor> DecodeTfStrings(const BundleEntry& e, absl::string_view b
     }
     crc = Crc32c(crc, s.data() + 4, s.size() - 4);
     if (crc != e.crc32c) return absl::InvalidArgumentError("checksum mismatch");
-  } else if (UnmaskCrc(stored) == Crc32c(0, bytes.data(), header) &&
+  } else if (!e.big_endian && UnmaskCrc(stored) == Crc32c(0, bytes.data(), header) &&
              Crc32c(0, bytes.data(), bytes.size()) == e.crc32c) {
     // Written by graphrun before it checksummed strings as TensorFlow does
     // (the varint bytes, and the entry over the raw bytes).
@@ -389,7 +394,11 @@ std::string EncodeTfIndex(int num_shards, const std::vector<BundleEntry>& entrie
   std::map<std::string, std::string> records;
   tensorflow::BundleHeaderProto header;
   header.set_num_shards(num_shards);
-  header.set_endianness(tensorflow::BundleHeaderProto::LITTLE);
+  // (Entries read from a big-endian bundle keep their bytes: merged, they
+  // are still big-endian.)
+  const bool big = !entries.empty() && entries.front().big_endian;
+  header.set_endianness(big ? tensorflow::BundleHeaderProto::BIG
+                            : tensorflow::BundleHeaderProto::LITTLE);
   header.mutable_version()->set_producer(kBundleVersion);
   records[""] = header.SerializeAsString();
   for (size_t i = 0; i < entries.size();) {
@@ -514,6 +523,7 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
                            std::vector<BundleEntry>* entries) {
   std::map<std::string, tensorflow::BundleEntryProto> protos;
   bool have_header = false;
+  bool big_endian = false;
   GR_RETURN_IF_ERROR(ForEachTableRecord(
       bytes, [&](const std::string& key, absl::string_view value) -> absl::Status {
         if (key.empty()) {
@@ -521,8 +531,13 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
           if (!h.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
             return absl::InvalidArgumentError("unparsable header");
           }
-          if (h.endianness() != tensorflow::BundleHeaderProto::LITTLE) {
-            return absl::UnimplementedError("big-endian checkpoints are not supported");
+          // A big-endian writer's values are swapped when they are read
+          // (TensorFlow's BundleReader does the same).
+          if (h.endianness() == tensorflow::BundleHeaderProto::BIG) {
+            big_endian = true;
+          } else if (h.endianness() != tensorflow::BundleHeaderProto::LITTLE) {
+            return absl::UnimplementedError(
+                absl::StrCat("unknown byte order ", static_cast<int>(h.endianness())));
           }
           // TensorFlow's CheckVersions against the bundle format's
           // version (kTensorBundleVersion, 1; any producer is read).
@@ -610,6 +625,7 @@ absl::Status DecodeTfIndex(absl::string_view bytes, int* num_shards,
       entries->push_back(std::move(part));
     }
   }
+  for (BundleEntry& e : *entries) e.big_endian = big_endian;
   return absl::OkStatus();
 }
 

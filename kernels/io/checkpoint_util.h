@@ -127,6 +127,9 @@ struct BundleEntry {
   // than it knows), read from a TensorFlow index: listed, and an error only
   // when it is looked up, so the checkpoint's other tensors still restore.
   bool unreadable = false;
+  // Written big-endian (a TensorFlow bundle whose header says BIG): the
+  // checksums cover the bytes as stored; the values are swapped on reading.
+  bool big_endian = false;
   // A slice of a TensorFlow V1 checkpoint, whose values lie in its table:
   // their index among the reader's decoded values (-1: in a data file).
   int64_t v1_value = -1;

@@ -121,8 +121,17 @@ absl::Status MergeBundles(const std::vector<std::string>& sources, const std::st
   }
   int total = 0;
   std::vector<BundleEntry> merged;
+  std::string first_source;  // of merged.front()
   for (const auto& r : readers) {
     for (BundleEntry e : r->entries()) {
+      // The merged index says one byte order for every data file it names.
+      if (!merged.empty() && e.big_endian != merged.front().big_endian) {
+        return absl::UnimplementedError(
+            absl::StrCat("merging into '", destination, "': '", r->prefix(), "' is ",
+                         e.big_endian ? "big" : "little", "-endian and '", first_source,
+                         "' is not: checkpoints of both byte orders cannot merge"));
+      }
+      if (merged.empty()) first_source = r->prefix();
       if (e.unreadable) {
         return absl::UnimplementedError(absl::StrCat(
             "merging into '", destination, "': tensor '", e.name, "' of '", r->prefix(),
