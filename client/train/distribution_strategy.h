@@ -21,7 +21,8 @@
 //
 //   std::unique_ptr<DistributionStrategy> s = ...;
 //   int64_t batch = *s->PerReplicaBatch(global_batch) * s->num_local_replicas();
-//   ... an input pipeline of `batch` rows, shard s->replica_index() of
+//   ... an input pipeline of `batch` rows: this process's shard,
+//       s->replica_index() / s->num_local_replicas() of
 //       s->num_replicas() / s->num_local_replicas() ...
 //   TrainStep step = *s->BuildTrainStep(root, {images, labels}, batch, model_fn, opt_fn, &gs);
 //   TrainingLoopOptions o;  o.is_chief = s->is_chief();

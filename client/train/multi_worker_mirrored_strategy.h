@@ -4,9 +4,11 @@
 // optional `chief`, no `ps`; an `evaluator` is not a replica).
 //
 //   auto s = MultiWorkerMirroredStrategy::Create(cluster, "worker", 1);
-//   int64_t batch = *s->PerReplicaBatch(256);  // global / replicas
-//   ... this worker's shard of the data (replica_index() of num_replicas())
-//   auto step = s->BuildTrainStep(root, {images, labels}, model_fn, opt_fn, &global_step);
+//   // This worker's rows per step: its replicas' (global / replicas each).
+//   int64_t rows = *s->PerReplicaBatch(256) * s->num_local_replicas();
+//   ... this worker's shard of the data (worker_index() of num_workers())
+//   auto step = s->BuildTrainStep(root, {images, labels}, rows, model_fn, opt_fn,
+//                                 &global_step);
 //   TrainingLoopOptions o;  o.is_chief = s->is_chief();
 //   o.initializes_own_variables = true;       // every worker holds a copy
 //   ClientSession session(root, s->session_options(server->target()));

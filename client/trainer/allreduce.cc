@@ -165,14 +165,24 @@ absl::StatusOr<ShardChoice> ChooseShard(const TrainConfig& c, int replica, int r
 // Replicas per worker: --num_replicas, or by default one per device of
 // the replicas' type on this task (as TensorFlow's strategy takes every
 // GPU of a worker), one where it has none (soft placement then runs the
-// replica on the CPU) and one on the CPU.
-int LocalReplicas(const TrainConfig& c, distributed::GrpcServer* server) {
-  if (c.replicas_per_worker > 0) return c.replicas_per_worker;
-  if (c.replica_device_type == "CPU" || server == nullptr) return 1;
+// replica on the CPU) and one on the CPU. More replicas than devices is
+// InvalidArgument naming the task: soft placement would put two replicas
+// on one device, and the group would never fill.
+absl::StatusOr<int> LocalReplicas(const TrainConfig& c, const std::string& task,
+                                  distributed::GrpcServer* server) {
+  if (c.replica_device_type == "CPU" || server == nullptr) {
+    return std::max(c.replicas_per_worker, 1);  // the server has that many CPUs
+  }
   int n = 0;
   for (const auto& d : server->device_mgr()->devices()) {
     if (d->device_type() == c.replica_device_type) ++n;
   }
+  if (c.replicas_per_worker > 1 && c.replicas_per_worker > n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--num_replicas=", c.replicas_per_worker, ": task ", task, " has ", n, " ",
+        c.replica_device_type, " device(s); multi_worker_mirrored puts one replica on each"));
+  }
+  if (c.replicas_per_worker > 0) return c.replicas_per_worker;
   return std::max(n, 1);
 }
 
@@ -185,10 +195,18 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
                                              RunControl* control) {
   train::AllReduceOptions ao;
   ao.pack_bytes = c.allreduce_pack_bytes;
-  GR_ASSIGN_OR_RETURN(
-      train::MultiWorkerMirroredStrategy strategy,
-      train::MultiWorkerMirroredStrategy::Create(spec, task_type, task_index, ao,
-                                                 c.replica_device_type, LocalReplicas(c, server)));
+  GR_ASSIGN_OR_RETURN(int local,
+                      LocalReplicas(c, distributed::TaskName(task_type, task_index), server));
+  GR_ASSIGN_OR_RETURN(train::MultiWorkerMirroredStrategy strategy,
+                      train::MultiWorkerMirroredStrategy::Create(spec, task_type, task_index, ao,
+                                                                 c.replica_device_type, local));
+  // Every worker says what it builds: workers whose device counts differ
+  // build groups of different sizes, which the collectives then refuse.
+  if (log != nullptr) {
+    *log << "multi_worker_mirrored: " << strategy.task() << " builds " << local << " "
+         << c.replica_device_type << " replica" << (local == 1 ? "" : "s") << " of "
+         << strategy.num_replicas() << " (" << strategy.num_workers() << " workers)\n";
+  }
   // This worker's batch: its replicas' together.
   GR_ASSIGN_OR_RETURN(int64_t per_replica, strategy.PerReplicaBatch(c.batch_size));
   const int64_t batch = per_replica * strategy.num_local_replicas();

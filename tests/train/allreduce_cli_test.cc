@@ -118,6 +118,8 @@ TEST(AllReduceCliTest, MultiWorkerReplicasPerWorker) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   const std::string all = two.out + two.err;
   EXPECT_THAT(all, HasSubstr("2 workers (one process each, 2 CPU replicas each)"));
+  EXPECT_THAT(all, HasSubstr("multi_worker_mirrored: /job:worker/replica:0/task:0 builds 2 CPU "
+                             "replicas of 4 (2 workers)"));
   EXPECT_THAT(all, HasSubstr("all-reduce: 6 gradients in 1 pack (1.0 MiB) over 4 replicas, ring"));
   EXPECT_EQ(number(two.out, "replicas"), "4");
   EXPECT_EQ(number(two.out, "workers"), "2");
@@ -137,6 +139,15 @@ TEST(AllReduceCliTest, MultiWorkerReplicasPerWorker) {
   ASSERT_EQ(accel.exit_code, 0) << accel.err;
   EXPECT_EQ(number(accel.out, "replicas"), "4");
   EXPECT_EQ(number(accel.out, "last_loss"), number(two.out, "last_loss"));
+  // More replicas than the worker has devices: soft placement would put
+  // two on one device and the group would never fill. Refused at once.
+  setenv("GRAPHRUN_TEST_ACCEL_DEVICES", "1", 1);
+  Result over = run("mw_per_worker_over", {"--replica_device_type=TEST_ACCEL", "--num_replicas=2"});
+  unsetenv("GRAPHRUN_TEST_ACCEL_DEVICES");
+  EXPECT_EQ(over.exit_code, 1);
+  EXPECT_THAT(over.err, HasSubstr("InvalidArgument: --num_replicas=2: task "
+                                  "/job:worker/replica:0/task:0 has 1 TEST_ACCEL device(s); "
+                                  "multi_worker_mirrored puts one replica on each"));
 }
 
 }  // namespace
