@@ -155,6 +155,12 @@ int Main(std::vector<std::string> args) {
 }  // namespace graphrun
 
 int main(int argc, char** argv) {
+  // NCCL's ranks connect when they join a communicator, not at their first
+  // collective (kernels/gpu/nccl_backend.cc says why). Set here, before
+  // any thread runs, so that the backend's own setenv (which keeps this)
+  // changes nothing another thread's getenv could be reading. The user's
+  // setting wins.
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
   // "grpc://host:port" session targets.
   graphrun::distributed::RegisterGrpcSession();
   return graphrun::tools::Main(std::vector<std::string>(argv + 1, argv + argc));

@@ -35,6 +35,7 @@ struct Nccl {
   decltype(&::ncclCommInitAll) CommInitAll = nullptr;
   decltype(&::ncclGetUniqueId) GetUniqueId = nullptr;
   decltype(&::ncclCommInitRank) CommInitRank = nullptr;
+  decltype(&::ncclCommAbort) CommAbort = nullptr;
   decltype(&::ncclGroupStart) GroupStart = nullptr;
   decltype(&::ncclGroupEnd) GroupEnd = nullptr;
   decltype(&::ncclAllReduce) AllReduce = nullptr;
@@ -63,6 +64,7 @@ struct Nccl {
     sym(&n->CommInitAll, "ncclCommInitAll");
     sym(&n->GetUniqueId, "ncclGetUniqueId");
     sym(&n->CommInitRank, "ncclCommInitRank");
+    sym(&n->CommAbort, "ncclCommAbort");
     sym(&n->GroupStart, "ncclGroupStart");
     sym(&n->GroupEnd, "ncclGroupEnd");
     sym(&n->AllReduce, "ncclAllReduce");
@@ -351,6 +353,11 @@ class NcclBackend final : public DeviceCollectiveBackend {
       }
       return true;
     });
+    for (int rank : round.ranks) {
+      // A join that failed is not tried again: its peers have gone on.
+      auto failed = failed_joins_.find({round.communicator, rank});
+      if (failed != failed_joins_.end()) return failed->second;
+    }
     for (size_t i = 0; i < round.ranks.size(); ++i) {
       auto it = rank_comms_.find({round.communicator, round.ranks[i]});
       if (it != rank_comms_.end()) {
@@ -378,12 +385,23 @@ class NcclBackend final : public DeviceCollectiveBackend {
     }
     r = nccl_.GroupEnd();
     if (r != ncclSuccess && first.ok()) first = NcclError(nccl_, "ncclGroupEnd", r, nullptr);
+    if (!first.ok()) {
+      // The ranks that did join leave again (ncclCommAbort: their peers
+      // may be gone), so nothing waits on them.
+      for (size_t i : missing) {
+        if (comms[i] != nullptr) nccl_.CommAbort(comms[i]);
+      }
+    }
     cudaSetDevice(previous);
     l.lock();
     for (size_t i : missing) {
       const std::pair<std::string, int> key{round.communicator, round.ranks[i]};
       joining_.erase(key);
-      if (first.ok()) rank_comms_[key] = comms[i];
+      if (first.ok()) {
+        rank_comms_[key] = comms[i];
+      } else {
+        failed_joins_[key] = first;
+      }
     }
     joined_.notify_all();
     if (!first.ok()) return first;
@@ -399,6 +417,7 @@ class NcclBackend final : public DeviceCollectiveBackend {
   std::mutex mu_;
   std::condition_variable joined_;
   std::set<std::pair<std::string, int>> joining_;  // (id, rank) being joined
+  std::map<std::pair<std::string, int>, absl::Status> failed_joins_;
   // Kept for the process: a GPU set's communicator serves every session.
   std::map<std::vector<int>, std::vector<ncclComm_t>> comms_;
   // Ranks of communicators spanning processes, by (id, rank).
