@@ -174,9 +174,11 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
            "--target=grpc://HOST:PORT with the same GRAPHRUN_AUTH_TOKEN)"
         << std::endl;
   } else {
-    err << "graphrun cluster: the cluster token is in " << token_file
-        << " (clients: graphrun run --target=grpc://HOST:PORT --auth_token_file=" << token_file
-        << ")" << std::endl;
+    // (Lines in one write each: the tasks share this stderr.)
+    err << absl::StrCat("graphrun cluster: the cluster token is in ", token_file,
+                        " (clients: graphrun run --target=grpc://HOST:PORT --auth_token_file=",
+                        token_file, ")\n")
+        << std::flush;
   }
   std::map<std::string, int> jobs;
   if (*chief > 0) jobs["chief"] = static_cast<int>(*chief);
@@ -215,8 +217,9 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
       for (int i = 0; i < n; ++i) {
         const distributed::GrpcServer* s = (*cluster)->server(job, i);
         if (s != nullptr && s->metrics_port() > 0) {
-          err << "graphrun cluster: metrics of " << s->task_name() << " at http://" << host << ":"
-              << s->metrics_port() << "/metrics" << std::endl;
+          err << absl::StrCat("graphrun cluster: metrics of ", s->task_name(), " at http://", host,
+                              ":", s->metrics_port(), "/metrics\n")
+              << std::flush;
         }
       }
     }
@@ -259,8 +262,8 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
       },
       nullptr, "", 0, host);
   if (!launch.ok()) {
-    err << absl::StatusCodeToString(launch.status().code())
-        << ": cluster: " << launch.status().message() << "\n";
+    err << absl::StrCat(absl::StatusCodeToString(launch.status().code()),
+                        ": cluster: ", launch.status().message(), "\n");
     cleanup();
     return kExitFailure;
   }
@@ -272,8 +275,9 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
     int k = 0;
     for (const auto& [job, n] : jobs) {
       for (int i = 0; i < n; ++i, ++k) {
-        err << "graphrun cluster: metrics of /job:" << job << "/replica:0/task:" << i
-            << " at http://" << host << ":" << *metrics_port + k << "/metrics" << std::endl;
+        err << absl::StrCat("graphrun cluster: metrics of /job:", job, "/replica:0/task:", i,
+                            " at http://", host, ":", *metrics_port + k, "/metrics\n")
+            << std::flush;
       }
     }
   }
@@ -285,8 +289,9 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
     bool died = false;
     for (ChildProcess& c : children) {
       if (c.pid > 0 && Reap(c)) {
-        err << "Unavailable: cluster: task " << c.task << " exited (status " << c.exit_status
-            << ")\n";
+        err << absl::StrCat("Unavailable: cluster: task ", c.task, " exited (status ",
+                            c.exit_status, ")\n")
+            << std::flush;
         died = true;
       }
     }

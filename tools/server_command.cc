@@ -179,15 +179,21 @@ int ServerCommand(absl::Span<const std::string> args, std::ostream& out, std::os
   // An IPv6 host in brackets, as in a URL.
   const std::string& bound = (*server)->bind_host();
   const std::string host = bound.find(':') != std::string::npos ? "[" + bound + "]" : bound;
-  err << "graphrun server: task " << (*server)->task_name() << " listening on " << host << ":"
-      << (*server)->bound_port() << std::endl;
+  // Each line in one write: the tasks of `graphrun cluster` share its
+  // stderr, and a line written piece by piece interleaves with another
+  // task's.
+  err << absl::StrCat("graphrun server: task ", (*server)->task_name(), " listening on ", host, ":",
+                      (*server)->bound_port(), "\n")
+      << std::flush;
   if ((*server)->metrics_port() > 0) {
-    err << "graphrun server: metrics at http://" << host << ":" << (*server)->metrics_port()
-        << "/metrics" << std::endl;
+    err << absl::StrCat("graphrun server: metrics at http://", host, ":", (*server)->metrics_port(),
+                        "/metrics\n")
+        << std::flush;
   }
   int sig = 0;
   sigwait(&stop, &sig);
-  err << "graphrun server: task " << (*server)->task_name() << " stopping on signal " << sig << "\n"
+  err << absl::StrCat("graphrun server: task ", (*server)->task_name(), " stopping on signal ", sig,
+                      "\n")
       << std::flush;
   (*server)->Stop();
   return kExitOk;
