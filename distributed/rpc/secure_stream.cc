@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -144,24 +145,46 @@ const BIO_METHOD* SocketBioMethod() {
   return method;
 }
 
+// Reads go through a small buffer: a frame's header, key and small
+// payload usually arrive together and are taken with one recv instead of
+// one per field (system calls are dear on some VMs); a read of at least
+// the buffer's size goes straight into its destination. One thread reads
+// a stream at a time (a connection's reader), as before.
 class PlainStream : public ByteStream {
  public:
-  explicit PlainStream(int fd) : fd_(fd) {}
+  static constexpr size_t kReadBuffer = 32 << 10;
+
+  explicit PlainStream(int fd) : fd_(fd), buffer_(new char[kReadBuffer]) {}
 
   absl::Status ReadFull(char* p, uint64_t n) override {
+    const size_t buffered = std::min<uint64_t>(n, end_ - begin_);
+    std::memcpy(p, buffer_.get() + begin_, buffered);
+    begin_ += buffered;
+    p += buffered;
+    n -= buffered;
     while (n > 0) {
       if (read_deadline_ms_ > 0) {
         absl::Status w = WaitFd(fd_, POLLIN, read_deadline_ms_);
         if (!w.ok()) return w;
       }
-      ssize_t r = recv(fd_, p, std::min<uint64_t>(n, kMaxIo), 0);
+      const bool direct = n >= kReadBuffer;
+      ssize_t r = direct ? recv(fd_, p, std::min<uint64_t>(n, kMaxIo), 0)
+                         : recv(fd_, buffer_.get(), kReadBuffer, 0);
       if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (r == 0) {
         return absl::UnavailableError("connection closed by the peer (task died or stopped?)");
       }
       if (r < 0) return Errno("recv");
-      p += r;
-      n -= static_cast<uint64_t>(r);
+      size_t got = static_cast<size_t>(r);
+      if (!direct) {
+        // Keep what goes beyond this read for the next.
+        begin_ = std::min<uint64_t>(n, got);
+        end_ = got;
+        std::memcpy(p, buffer_.get(), begin_);
+        got = begin_;
+      }
+      p += got;
+      n -= got;
     }
     return absl::OkStatus();
   }
@@ -199,6 +222,7 @@ class PlainStream : public ByteStream {
   }
 
   absl::StatusOr<bool> WaitReadable(int timeout_ms) override {
+    if (begin_ < end_) return true;  // read already, not on the socket
     pollfd p{fd_, POLLIN, 0};
     int rc = poll(&p, 1, timeout_ms);
     if (rc < 0 && errno != EINTR) return Errno("poll");
@@ -209,6 +233,8 @@ class PlainStream : public ByteStream {
 
  private:
   const int fd_;
+  std::unique_ptr<char[]> buffer_;
+  size_t begin_ = 0, end_ = 0;  // the bytes of buffer_ not read yet
 };
 
 class TlsStream : public ByteStream {
