@@ -3,14 +3,9 @@
 // the `graphrun` binary with the same numbers.
 #include "client/client_session.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,9 +16,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "tools/cli_testlib.h"
 #include "util/json.h"
-
-extern char** environ;
 
 namespace graphrun {
 namespace client {
@@ -101,46 +95,13 @@ TEST(ClientSessionTest, ExplicitDeviceScopeRunsOnCpu1) {
 
 // ---- The MLP and the graphrun binary. ----
 
-std::string Runfile(const std::string& rel) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/graphrun/" + rel;
-}
-std::string TempPath(const std::string& name) {
-  return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-}
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using tools::TempPath;
 
 // Runs graphrun with `args`; returns stdout, failing the test on a nonzero exit.
-std::string Graphrun(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const std::string out_path = TempPath(absl::StrCat("out_", counter));
-  const std::string err_path = TempPath(absl::StrCat("err_", counter++));
-  std::vector<std::string> argv_s = {Runfile("tools/graphrun")};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "posix_spawn " << argv[0] << ": " << rc;
-    return "";
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadAll(err_path);
-  return ReadAll(out_path);
+std::string GraphrunOk(const std::vector<std::string>& args) {
+  tools::Result r = tools::Graphrun(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
 }
 
 // The "values" of fetch `name` in graphrun's JSON output, as floats.
@@ -214,18 +175,18 @@ TEST(ClientSessionTest, MlpRunsHereAndInGraphrunWithTheSameNumbers) {
   ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(*def, &text));
   const std::string path = TempPath("mlp.pbtxt");
   std::ofstream(path) << text;
-  std::string out = Graphrun({"run", path, "--format=json", "--feed", "x=[[1,2,3,4],[-1,0.5,2,-2]]",
-                              "--feed", r_w1.node()->name() + "=" + ToJson(got[2]), "--feed",
-                              r_b1.node()->name() + "=" + ToJson(got[3]), "--feed",
-                              r_w2.node()->name() + "=" + ToJson(got[4]), "--feed",
-                              r_b2.node()->name() + "=" + ToJson(got[5]), "--fetch", "dense/Relu",
-                              "--fetch", "Softmax"});
+  std::string out = GraphrunOk(
+      {"run", path, "--format=json", "--feed", "x=[[1,2,3,4],[-1,0.5,2,-2]]", "--feed",
+       r_w1.node()->name() + "=" + ToJson(got[2]), "--feed",
+       r_b1.node()->name() + "=" + ToJson(got[3]), "--feed",
+       r_w2.node()->name() + "=" + ToJson(got[4]), "--feed",
+       r_b2.node()->name() + "=" + ToJson(got[5]), "--fetch", "dense/Relu", "--fetch", "Softmax"});
   EXPECT_EQ(JsonValues(out, "dense/Relu:0"), Values(got[0]));
   EXPECT_EQ(JsonValues(out, "Softmax:0"), Values(got[1]));
 
   // The seeded initial values are the same in a fresh process.
-  out = Graphrun({"run", path, "--format=json", "--fetch", w1.initial_value().name(), "--fetch",
-                  w2.initial_value().name()});
+  out = GraphrunOk({"run", path, "--format=json", "--fetch", w1.initial_value().name(), "--fetch",
+                    w2.initial_value().name()});
   EXPECT_EQ(JsonValues(out, w1.initial_value().name()), Values(got[2]));
   EXPECT_EQ(JsonValues(out, w2.initial_value().name()), Values(got[4]));
 }

@@ -269,6 +269,8 @@ absl::StatusOr<TrainStep> MirroredStrategy::BuildTrainStep(
   local.devices = devices_;
   GR_ASSIGN_OR_RETURN(TrainStep step, BuildAllReduceTrainStep(root, local, n, options_, model_fn,
                                                               optimizer_fn, global_step));
+  GR_ASSIGN_OR_RETURN(step.after_restore,
+                      train::BuildMirrorSync(root, local.devices, ReplicaCopies(step)));
   // The replicas meet in this process, whatever the hint: GPUs through
   // NCCL in device memory where it loads, other accelerators' data staged
   // through the host.
@@ -354,15 +356,18 @@ absl::StatusOr<TrainStep> BuildAllReduceTrainStep(const Scope& root, const Local
     for (const ReplicaModel& m : step.replicas) values.push_back(m.metrics[i]);
     step.metrics.push_back(Mean(s0.NewSubScope(absl::StrCat("metric_", i)), values));
   }
-  std::vector<std::vector<Variable>> copies(n);
-  for (int k = 0; k < n; ++k) {
+  step.saved = ReplicaCopies(step)[0];
+  GR_RETURN_IF_ERROR(root.status());
+  return step;
+}
+
+std::vector<std::vector<Variable>> ReplicaCopies(const TrainStep& step) {
+  std::vector<std::vector<Variable>> copies(step.replicas.size());
+  for (size_t k = 0; k < copies.size(); ++k) {
     copies[k] = step.replicas[k].variables;
     for (const Variable& v : step.optimizers[k]->variables()) copies[k].push_back(v);
   }
-  step.saved = copies[0];
-  GR_ASSIGN_OR_RETURN(step.after_restore, BuildMirrorSync(root, local.devices, copies));
-  GR_RETURN_IF_ERROR(root.status());
-  return step;
+  return copies;
 }
 
 }  // namespace train

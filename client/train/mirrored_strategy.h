@@ -75,6 +75,8 @@ struct LocalReplicas {
 // this worker's one for MultiWorkerMirroredStrategy): model_fn per replica,
 // gradients all-reduced (mean), one optimizer per replica applying them,
 // `global_step` (may be null) incremented once, on local.devices[0].
+// Its after_restore is left to the caller (MirroredStrategy: the mirror
+// sync; MultiWorkerMirroredStrategy: the chief's values first).
 absl::StatusOr<TrainStep> BuildAllReduceTrainStep(const Scope& root, const LocalReplicas& local,
                                                   int group_size, const AllReduceOptions& options,
                                                   const ModelFn& model_fn,
@@ -87,6 +89,11 @@ Scope ReplicaScopeOn(const Scope& root, const std::string& device, int k);
 // Rows [k * per_replica, (k + 1) * per_replica) of `batch`, k < n.
 std::vector<Output> SplitBatchAmong(const Scope& scope, const Output& batch, int64_t per_replica,
                                     int n);
+
+// Every replica's copies of a step's variables and optimizer state:
+// copies[k] is replica k's, in the same order for every k (what
+// BuildMirrorSync takes; copies[0] is what is saved).
+std::vector<std::vector<Variable>> ReplicaCopies(const TrainStep& step);
 
 // Assigns copies[k][j] := copies[0][j] on devices[k], k >= 1.
 absl::StatusOr<Operation> BuildMirrorSync(const Scope& scope,

@@ -116,16 +116,9 @@ absl::StatusOr<TrainStep> MultiWorkerMirroredStrategy::BuildTrainStep(
   GR_ASSIGN_OR_RETURN(Operation from_chief, BuildSyncFromChief(root, synced));
   step.after_restore = from_chief;
   if (k_local > 1) {
-    std::vector<std::vector<Variable>> copies(k_local);
-    for (int k = 0; k < k_local; ++k) {
-      copies[k] = step.replicas[k].variables;
-      for (const Variable& v : step.optimizers[k]->variables()) copies[k].push_back(v);
-    }
-    GR_ASSIGN_OR_RETURN(
-        step.after_restore,
-        BuildMirrorSync(
-            root.WithControlDependencies({from_chief}).NewSubScope("after_sync_from_chief"),
-            local.devices, copies));
+    GR_ASSIGN_OR_RETURN(step.after_restore,
+                        BuildMirrorSync(root.WithControlDependencies({from_chief}), local.devices,
+                                        ReplicaCopies(step)));
   }
   return step;
 }
