@@ -20,6 +20,7 @@ void RegisterAllKernels(KernelRegistry& r) {
   RegisterRuntimeKernels(r);
   RegisterDatasetKernels(r);
   RegisterCheckpointKernels(r);
+  RegisterCheckpointV1Kernels(r);
   RegisterConvKernels(r);
   RegisterTrainingKernels(r);
   RegisterGradKernels(r);

@@ -81,6 +81,10 @@ absl::StatusOr<ClientGraph> BuildClientGraph(const tensorflow::GraphDef& def,
   ClientGraph out;
   std::vector<Node*> keep;
   absl::flat_hash_map<std::string, Node*> fed;  // "node:i" -> _Arg
+  // Nodes that take a fed tensor by reference (an Assign of a fed
+  // variable): an error only if the step runs them, as in TensorFlow,
+  // where feeding a variable's value to a step that reads it is fine.
+  std::vector<std::pair<std::string, std::string>> ref_takers;  // feed, node
   for (int k = 0; k < static_cast<int>(spec.feeds.size()); ++k) {
     GR_ASSIGN_OR_RETURN(auto src, Resolve(*g, spec.feeds[k], "feed"));
     std::string key = absl::StrCat(src.first->name(), ":", src.second);
@@ -114,9 +118,8 @@ absl::StatusOr<ClientGraph> BuildClientGraph(const tensorflow::GraphDef& def,
         continue;
       }
       if (IsRefType(dst->input_type(slot))) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("feed '", spec.feeds[k], "': node '", dst->name(),
-                         "' needs a reference to it and cannot take a fed value"));
+        ref_takers.emplace_back(spec.feeds[k], dst->name());
+        continue;
       }
       g->AddEdge(arg, 0, dst, slot);
     }
@@ -156,6 +159,13 @@ absl::StatusOr<ClientGraph> BuildClientGraph(const tensorflow::GraphDef& def,
     keep.push_back(n);
   }
   PruneGraph(g.get(), keep);
+  for (const auto& [feed, node] : ref_takers) {
+    if (g->FindNode(node) != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feed '", feed, "': node '", node,
+                       "' needs a reference to it and cannot take a fed value"));
+    }
+  }
   out.graph = std::move(g);
   return out;
 }

@@ -594,6 +594,37 @@ TEST(GraphrunCliTest, SavedModelMissingVariableIsAnError) {
   EXPECT_THAT(r.err, HasSubstr("variables/0/.ATTRIBUTES/VARIABLE_VALUE"));
 }
 
+// A graph with a V1 tf.train.Saver's nodes (testdata/v1_saver.pbtxt): its
+// SaveSlices writes a V1 checkpoint file, and its RestoreSlice ops read the
+// values back in another process.
+TEST(GraphrunCliTest, V1SaverGraphSavesAndRestores) {
+  const std::string graph = Runfile("tools/testdata/v1_saver.pbtxt");
+  const std::string file = TempPath("v1_saver_model.ckpt");
+  ExpectOutput({"run", graph, "--feed", "save/Const=\"" + file + "\"", "--feed", "w=[[5,6],[7,8]]",
+                "--feed", "step=9", "--fetch", "save/control_dependency"},
+               "save/control_dependency:0 = Tensor<string, []: \"" + file + "\">\n");
+  auto r = checkpoint::BundleReader::Open(file);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->entries().size(), 2u);
+  ExpectOutput({"run", graph, "--feed", "save/Const=\"" + file + "\"", "--fetch",
+                "save/RestoreSlice", "--fetch", "save/RestoreSlice_1"},
+               "save/RestoreSlice:0 = Tensor<int64, []: 9>\n"
+               "save/RestoreSlice_1:0 = Tensor<float, [2,2]: 5 6 7 8>\n");
+  // A fed variable cannot be assigned in the same step.
+  Result assign = Graphrun({"run", graph, "--feed", "w=[[5,6],[7,8]]", "--target_node", "init"});
+  EXPECT_EQ(assign.exit_code, 1);
+  EXPECT_EQ(assign.err,
+            "InvalidArgument: feed 'w:0': node 'w/Assign' needs a reference to it and cannot take "
+            "a fed value\n");
+  Result missing = Graphrun(
+      {"run", graph, "--feed", "save/Const=\"" + file + ".none\"", "--fetch", "save/RestoreSlice"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, StartsWith("NotFound: "));
+  EXPECT_THAT(missing.err, HasSubstr("node 'save/RestoreSlice' (op RestoreSlice): no checkpoint "
+                                     "file matches '" +
+                                     file + ".none'"));
+}
+
 // A SavedModel as TensorFlow 0.12 wrote them (testdata's file says what it
 // holds): its any_list collection and any_info parse, its ref variables
 // restore through the sharded Saver, and its regress signature parses

@@ -1,8 +1,10 @@
 // Checkpoint ops, as TensorFlow's Saver graphs use them: SaveV2/RestoreV2
 // (one shard each), MergeV2Checkpoints (builds the single index of a sharded
 // save), and the string ops that name shards (ShardedFilename,
-// ShardedFilespec, StringJoin). Names, args, attrs and defaults are
-// TensorFlow's; the on-disk format is graphrun's (docs/checkpoint_format.md).
+// ShardedFilespec, StringJoin), and the first format's ops that a V1 Saver
+// builds (Save, SaveSlices, Restore, RestoreSlice). Names, args, attrs and
+// defaults are TensorFlow's, and so are the formats
+// (docs/checkpoint_format.md).
 #include "graph/ops/all_ops.h"
 #include "graph/ops/shape_fns.h"
 #include "graph/status.h"
@@ -31,6 +33,27 @@ absl::Status RestoreV2Shape(ShapeContext& c) {
   GR_RETURN_IF_ERROR(c.WithRank(0, 0).status());
   GR_RETURN_IF_ERROR(NamesAndSlices(c, c.num_outputs()));
   for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, PartialShape::Unknown());
+  return absl::OkStatus();
+}
+
+// Save(filename, tensor_names[N], data...) and SaveSlices(filename,
+// tensor_names[N], shapes_and_slices[N], data...).
+absl::Status SaveV1Shape(ShapeContext& c, int first_data) {
+  GR_RETURN_IF_ERROR(c.WithRank(0, 0).status());
+  const int64_t n = c.num_inputs() - first_data;
+  for (int i = 1; i < first_data; ++i) {
+    GR_ASSIGN_OR_RETURN(PartialShape s, c.WithRank(i, 1));
+    if (s.dim(0) >= 0 && s.dim(0) != n) {
+      return c.Error(absl::StrCat("input ", i, " has ", s.dim(0), " elements for ", n, " tensors"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Restore and RestoreSlice: scalar string inputs, a tensor of unknown shape.
+absl::Status RestoreV1Shape(ShapeContext& c) {
+  for (int i = 0; i < c.num_inputs(); ++i) GR_RETURN_IF_ERROR(c.WithRank(i, 0).status());
+  c.set_output(0, PartialShape::Unknown());
   return absl::OkStatus();
 }
 
@@ -86,6 +109,44 @@ void RegisterIoOps(OpRegistry& r) {
             .SetIsStateful()
             .SetShapeFn(shape_fns::NoOutputs)
             .Doc("Merges one-shard checkpoints into a sharded one with one index."));
+  r.Add(OpDefBuilder("Save")
+            .Input("filename: string")
+            .Input("tensor_names: string")
+            .Input("data: T")
+            .Attr("T: list(type)")
+            .SetIsStateful()
+            .SetShapeFn([](ShapeContext& c) { return SaveV1Shape(c, 2); })
+            .Doc("Saves whole tensors as the TensorFlow V1 checkpoint file `filename`."));
+  r.Add(OpDefBuilder("SaveSlices")
+            .Input("filename: string")
+            .Input("tensor_names: string")
+            .Input("shapes_and_slices: string")
+            .Input("data: T")
+            .Attr("T: list(type)")
+            .SetIsStateful()
+            .SetShapeFn([](ShapeContext& c) { return SaveV1Shape(c, 3); })
+            .Doc("Saves tensors or slices (\"4 10 0,2:-\"; \"\" is the whole tensor) as the "
+                 "TensorFlow V1 checkpoint file `filename`."));
+  r.Add(OpDefBuilder("Restore")
+            .Input("file_pattern: string")
+            .Input("tensor_name: string")
+            .Output("tensor: dt")
+            .Attr("dt: type")
+            .Attr("preferred_shard: int = -1")
+            .SetIsStateful()
+            .SetShapeFn(RestoreV1Shape)
+            .Doc("Restores a tensor from the V1 checkpoint files `file_pattern` matches."));
+  r.Add(OpDefBuilder("RestoreSlice")
+            .Input("file_pattern: string")
+            .Input("tensor_name: string")
+            .Input("shape_and_slice: string")
+            .Output("tensor: dt")
+            .Attr("dt: type")
+            .Attr("preferred_shard: int = -1")
+            .SetIsStateful()
+            .SetShapeFn(RestoreV1Shape)
+            .Doc("Restores a slice of a tensor from the V1 checkpoint files `file_pattern` "
+                 "matches."));
   r.Add(OpDefBuilder("ShardedFilename")
             .Input("basename: string")
             .Input("shard: int32")

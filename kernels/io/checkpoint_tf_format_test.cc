@@ -4,14 +4,9 @@
 // with masked CRC32C, prefix-compressed records, protobuf wire format at
 // TensorFlow's field numbers, OrderedCode slice keys, string layout), and
 // builds a snappy-compressed table by hand for the reader.
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <complex>
-#include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "kernels/io/checkpoint_internal.h"
 #include "kernels/io/checkpoint_util.h"
+#include "kernels/io/tf_format_testlib.h"
 #include "snappy.h"
 
 namespace graphrun {
@@ -26,118 +22,7 @@ namespace {
 
 using ::testing::ElementsAre;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
-}
-std::string TempDir(const std::string& name) {
-  std::string d = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  ::mkdir(d.c_str(), 0755);
-  return d;
-}
-
-uint32_t Mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
-uint32_t Fixed32(const std::string& s, size_t at) {
-  return static_cast<uint32_t>(static_cast<uint8_t>(s[at])) |
-         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 1])) << 8 |
-         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 2])) << 16 |
-         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 3])) << 24;
-}
-uint64_t Varint(const std::string& s, size_t* pos) {
-  uint64_t v = 0;
-  for (int shift = 0; *pos < s.size(); shift += 7) {
-    uint8_t b = static_cast<uint8_t>(s[(*pos)++]);
-    v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if (!(b & 0x80)) break;
-  }
-  return v;
-}
-void PutVarint(std::string* s, uint64_t v) {
-  while (v >= 0x80) {
-    s->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  s->push_back(static_cast<char>(v));
-}
-void PutFixed32(std::string* s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s->push_back(static_cast<char>(v >> (8 * i)));
-}
-
-// A block's contents after checking its trailer (uncompressed blocks only).
-std::string Block(const std::string& file, uint64_t offset, uint64_t size) {
-  EXPECT_LE(offset + size + 5, file.size());
-  EXPECT_EQ(file[offset + size], '\0') << "compression type";
-  uint32_t crc = checkpoint::Crc32c(0, file.data() + offset, size + 1);
-  EXPECT_EQ(Fixed32(file, offset + size + 1), Mask(crc)) << "block trailer CRC";
-  return file.substr(offset, size);
-}
-
-// The records of a block, undoing prefix compression.
-std::vector<std::pair<std::string, std::string>> Records(const std::string& block) {
-  const uint32_t restarts = Fixed32(block, block.size() - 4);
-  const size_t end = block.size() - 4 - 4 * restarts;
-  EXPECT_EQ(Fixed32(block, end), 0u) << "first restart point";
-  std::vector<std::pair<std::string, std::string>> out;
-  std::string key;
-  for (size_t pos = 0; pos < end;) {
-    uint64_t shared = Varint(block, &pos), non_shared = Varint(block, &pos);
-    uint64_t value_len = Varint(block, &pos);
-    key = key.substr(0, shared) + block.substr(pos, non_shared);
-    pos += non_shared;
-    out.emplace_back(key, block.substr(pos, value_len));
-    pos += value_len;
-  }
-  return out;
-}
-
-// A protobuf message as field number -> raw values (varints as numbers in
-// decimal text, length-delimited and fixed32 as bytes).
-std::multimap<int, std::string> Fields(const std::string& msg) {
-  std::multimap<int, std::string> f;
-  for (size_t pos = 0; pos < msg.size();) {
-    uint64_t tag = Varint(msg, &pos);
-    int field = static_cast<int>(tag >> 3), wire = static_cast<int>(tag & 7);
-    if (wire == 0) {
-      f.emplace(field, std::to_string(Varint(msg, &pos)));
-    } else if (wire == 2) {
-      uint64_t n = Varint(msg, &pos);
-      f.emplace(field, msg.substr(pos, n));
-      pos += n;
-    } else if (wire == 5) {
-      f.emplace(field, msg.substr(pos, 4));
-      pos += 4;
-    } else {
-      ADD_FAILURE() << "unexpected wire type " << wire;
-      break;
-    }
-  }
-  return f;
-}
-std::string One(const std::multimap<int, std::string>& f, int field) {
-  EXPECT_EQ(f.count(field), 1u) << "field " << field;
-  auto it = f.find(field);
-  return it == f.end() ? "" : it->second;
-}
-std::vector<std::string> All(const std::multimap<int, std::string>& f, int field) {
-  std::vector<std::string> v;
-  for (auto [a, b] = f.equal_range(field); a != b; ++a) v.push_back(a->second);
-  return v;
-}
-// TensorShapeProto (dim = 2, Dim.size = 1) -> sizes.
-std::vector<int64_t> Dims(const std::string& shape) {
-  std::vector<int64_t> d;
-  for (const std::string& dim : All(Fields(shape), 2)) {
-    auto f = Fields(dim);
-    d.push_back(f.count(1) ? std::stoll(One(f, 1)) : 0);
-  }
-  return d;
-}
+using namespace tf_format;  // NOLINT: the format's helpers
 
 Tensor Floats(std::vector<float> v, TensorShape shape) {
   Tensor t(DT_FLOAT, shape);
@@ -168,22 +53,7 @@ TEST(TfCheckpointFormatTest, WrittenBytesDecodeAsTensorFlowDefinesThem) {
   const std::string index = ReadAll(prefix + ".index");
   const std::string data = ReadAll(prefix + ".data-00000-of-00001");
 
-  // Footer: two handles padded to 40 bytes, then the magic number.
-  ASSERT_GE(index.size(), 48u);
-  EXPECT_EQ(Fixed32(index, index.size() - 8), 0x8b80fb57u);
-  EXPECT_EQ(Fixed32(index, index.size() - 4), 0xdb477524u);
-  size_t pos = index.size() - 48;
-  uint64_t meta_off = Varint(index, &pos), meta_size = Varint(index, &pos);
-  uint64_t index_off = Varint(index, &pos), index_size = Varint(index, &pos);
-  EXPECT_TRUE(Records(Block(index, meta_off, meta_size)).empty());
-  std::vector<std::pair<std::string, std::string>> records;
-  for (const auto& [last_key, handle] : Records(Block(index, index_off, index_size))) {
-    size_t p = 0;
-    uint64_t off = Varint(handle, &p), size = Varint(handle, &p);
-    auto block = Records(Block(index, off, size));
-    EXPECT_EQ(block.back().first, last_key);
-    records.insert(records.end(), block.begin(), block.end());
-  }
+  const std::vector<std::pair<std::string, std::string>> records = TableRecords(index);
   // Keys in bytewise order: the header, the slice key, then the names.
   const std::string slice_key("\x00p\x00\x01\x01\x02\x82\x82\x80\x7f", 10);
   ASSERT_EQ(records.size(), 5u);

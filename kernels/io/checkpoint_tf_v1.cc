@@ -1,5 +1,6 @@
-// TensorFlow's first checkpoint format (V1), read only; declared in
-// checkpoint_internal.h.
+// TensorFlow's first checkpoint format (V1): the reader (declared in
+// checkpoint_internal.h) and the writer of TensorFlow's Save and SaveSlices
+// (WriteTfV1Checkpoint, checkpoint_util.h).
 //
 // - A checkpoint is one file per shard ("model.ckpt", or
 //   "model.ckpt-00000-of-00002" ...), each a table as TensorFlow writes it
@@ -12,15 +13,18 @@
 //   in the value too), its values in the TensorProto's typed fields
 //   (float_val, int_val, ...), with no dtype and no shape.
 #include <dirent.h>
+#include <glob.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -169,6 +173,24 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
 absl::StatusOr<std::vector<std::string>> TfV1Files(const std::string& prefix) {
   struct stat st;
   if (::stat(prefix.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return std::vector{prefix};
+  if (prefix.find_first_of("*?[") != std::string::npos) {
+    // A file pattern, as TensorFlow's V1 readers take one: the sharded
+    // filespec "P-?????-of-00002" that a V1 Saver's save returns.
+    std::vector<std::string> files;
+    glob_t g;
+    const int rc = ::glob(prefix.c_str(), 0, nullptr, &g);
+    if (rc == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        const std::string f = g.gl_pathv[i];
+        if (f.find(kTempMarker) == std::string::npos && ::stat(f.c_str(), &st) == 0 &&
+            S_ISREG(st.st_mode)) {
+          files.push_back(f);
+        }
+      }
+    }
+    if (rc == 0 || rc == GLOB_NOMATCH) ::globfree(&g);
+    return files;
+  }
   const std::string dir = Dirname(prefix);
   const std::string base = Basename(prefix) + "-";
   DIR* d = ::opendir(dir.c_str());
@@ -201,6 +223,110 @@ absl::StatusOr<std::vector<std::string>> TfV1Files(const std::string& prefix) {
   std::vector<std::string> files;
   for (auto& [k, f] : shards) files.push_back(std::move(f));
   return files;
+}
+
+namespace {
+
+// A conservative bound on a slice's serialized values: a record is one
+// protobuf message, which cannot pass 2 GiB.
+int64_t RecordBound(const Tensor& t) {
+  const int64_t n = t.NumElements();
+  if (t.dtype() != DT_STRING) return n * 20;  // varints take at most 10 bytes, complex 2 values
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < n; ++i)
+    bytes += static_cast<int64_t>(t.base<std::string>()[i].size()) + 11;
+  return bytes;
+}
+
+// The values of a slice as TensorSliceWriter stores them: the TensorProto's
+// typed field for the dtype, with no dtype and no shape.
+tensorflow::TensorProto V1Values(const Tensor& t) {
+  tensorflow::TensorProto p;
+  const int64_t n = t.NumElements();
+  switch (t.dtype()) {
+    case DT_STRING:
+      for (int64_t i = 0; i < n; ++i) p.add_string_val(t.base<std::string>()[i]);
+      break;
+    case DT_COMPLEX64:
+      for (int64_t i = 0; i < 2 * n; ++i) p.add_scomplex_val(t.base<float>()[i]);
+      break;
+    case DT_COMPLEX128:
+      for (int64_t i = 0; i < 2 * n; ++i) p.add_dcomplex_val(t.base<double>()[i]);
+      break;
+    default:
+      t.AsProtoField(&p);
+      break;
+  }
+  p.clear_dtype();
+  p.clear_tensor_shape();
+  return p;
+}
+
+void SliceAsProto(const TensorSlice& s, tensorflow::TensorSliceProto* p) {
+  for (int d = 0; d < s.dims(); ++d) {
+    auto* e = p->add_extent();
+    if (s.IsFullAt(d)) continue;  // an empty extent: the whole dimension
+    e->set_start(s.start(d));
+    e->set_length(s.length(d));
+  }
+}
+
+}  // namespace
+
+absl::Status WriteTfV1Checkpoint(const std::string& filename,
+                                 const std::vector<V1SliceToSave>& slices) {
+  std::vector<BundleEntry> entries;
+  tensorflow::SavedTensorSlices meta_record;
+  tensorflow::SavedTensorSliceMeta* meta = meta_record.mutable_meta();
+  meta->mutable_versions()->set_producer(1);  // TF_CHECKPOINT_VERSION
+  absl::flat_hash_map<std::string, tensorflow::SavedSliceMeta*> listed;
+  std::map<std::string, std::string> records;
+  for (const V1SliceToSave& s : slices) {
+    auto fail = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", s.name, "': ", why));
+    };
+    const DataType dt = s.value.dtype();
+    if (!Storable(dt)) {
+      return fail(absl::StrCat("a ", DataTypeString(dt), " tensor cannot be saved"));
+    }
+    if (s.name.empty()) return fail("an empty tensor name cannot be saved");
+    BundleEntry e;
+    e.name = s.name;
+    e.dtype = dt;
+    e.shape = s.full_shape;
+    absl::StatusOr<TensorSlice> resolved = s.slice.Resolve(s.full_shape);
+    if (!resolved.ok()) return fail(resolved.status().message());
+    e.slice = *resolved;
+    if (e.slice.SliceShape() != s.value.shape()) {
+      return fail(absl::StrCat("slice ", s.slice.DebugString(), " of ", s.full_shape.DebugString(),
+                               " has shape ", e.slice.SliceShape().DebugString(), ", the value ",
+                               s.value.shape().DebugString()));
+    }
+    if (RecordBound(s.value) > std::numeric_limits<int32_t>::max() - 4096) {
+      return fail(absl::StrCat("slice ", s.slice.DebugString(), " of ", s.value.NumElements(),
+                               " elements may not fit one V1 record (2 GiB); use SaveV2"));
+    }
+    tensorflow::SavedSliceMeta*& m = listed[s.name];
+    if (m == nullptr) {
+      m = meta->add_tensor();
+      m->set_name(s.name);
+      s.full_shape.AsProto(m->mutable_shape());
+      m->set_type(static_cast<tensorflow::DataType>(dt));
+    }
+    SliceAsProto(s.slice, m->add_slice());
+    tensorflow::SavedTensorSlices data;
+    tensorflow::SavedSlice* d = data.mutable_data();
+    d->set_name(s.name);
+    SliceAsProto(s.slice, d->mutable_slice());
+    *d->mutable_data() = V1Values(s.value);
+    records[EncodeTensorNameSlice(s.name, s.slice)] = data.SerializeAsString();
+    entries.push_back(std::move(e));
+  }
+  std::sort(entries.begin(), entries.end(), EntryLess);
+  GR_RETURN_IF_ERROR(CheckConsistent(entries));
+  records[""] = meta_record.SerializeAsString();
+  GR_RETURN_IF_ERROR(RecursivelyCreateDir(Dirname(filename)));
+  return WriteFileAtomically(filename, EncodeTable(records, 256 * 1024));
 }
 
 }  // namespace checkpoint

@@ -7,12 +7,9 @@
 // as TensorFlow's TensorSliceWriter leaves them; keys are the slices'
 // OrderedCode, and the table is TensorFlow's layout (EncodeTable, whose
 // bytes checkpoint_tf_format_test checks).
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -22,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "kernels/io/checkpoint_internal.h"
 #include "kernels/io/checkpoint_util.h"
+#include "kernels/io/tf_format_testlib.h"
 
 namespace graphrun {
 namespace {
@@ -29,15 +27,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string TempDir(const std::string& name) {
-  std::string d = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  ::mkdir(d.c_str(), 0755);
-  return d;
-}
-void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
-}
+using tf_format::TempDir;
+using tf_format::WriteAll;
 
 // --- protobuf wire format by hand ------------------------------------------
 
@@ -253,6 +244,134 @@ TEST(TfV1CheckpointTest, CorruptV1FilesAreDataLoss) {
   st = checkpoint::BundleReader::Open(dir + "/notes.txt").status();
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
   EXPECT_THAT(st.message(), HasSubstr("is no checkpoint (no " + dir + "/notes.txt.index"));
+}
+
+// What WriteTfV1Checkpoint (the Save and SaveSlices ops) writes, decoded
+// by the format's definition (tf_format_testlib.h), not by the reader: the
+// table layout, the meta under the empty key (tensor 1 {name 1, shape 2,
+// type 3, slice 4}, versions 2 {producer 1}), and one record per slice
+// keyed by its OrderedCode, holding SavedSlice {name 1, slice 2, data 3}
+// with the values in the typed field only (float_val 5, string_val 8,
+// int64_val 10), no dtype (1) and no shape (2).
+TEST(TfV1CheckpointTest, WrittenFilesDecodeAsTensorFlowDefinesThem) {
+  using tf_format::All;
+  using tf_format::Dims;
+  using tf_format::Extents;
+  using tf_format::Fields;
+  using tf_format::One;
+  const std::string file = TempDir("v1_written") + "/sub/model.ckpt";
+  std::vector<checkpoint::V1SliceToSave> saved(4);
+  saved[0] = {"w", TensorShape({2, 3}), checkpoint::TensorSlice::Full(2),
+              Tensor::FromVector<float>({1, 2, 3, 4, 5, 6})};
+  saved[0].value = *saved[0].value.Reshaped(TensorShape({2, 3}));
+  saved[1] = {"s", TensorShape({2}), checkpoint::TensorSlice::Full(1),
+              Tensor::FromVector<std::string>({"xy", ""})};
+  // Rows 2..3 of p [4,2] ("4 2 2,2:-"), then rows 0..1 given explicitly.
+  auto rows23 = checkpoint::TensorSlice::Parse("2,2:-");
+  auto rows01 = checkpoint::TensorSlice::Parse("0,2:0,2");
+  ASSERT_TRUE(rows23.ok() && rows01.ok());
+  saved[2] = {"p", TensorShape({4, 2}), *rows23, Tensor::FromVector<float>({4, 5, 6, 7})};
+  saved[2].value = *saved[2].value.Reshaped(TensorShape({2, 2}));
+  saved[3] = {"p", TensorShape({4, 2}), *rows01, Tensor::FromVector<float>({0, 1, 2, 3})};
+  saved[3].value = *saved[3].value.Reshaped(TensorShape({2, 2}));
+  saved.push_back(
+      {"step", TensorShape({}), checkpoint::TensorSlice::Full(0), Tensor::Scalar<int64_t>(-300)});
+  absl::Status st = checkpoint::WriteTfV1Checkpoint(file, saved);
+  ASSERT_TRUE(st.ok()) << st;
+
+  const auto records = tf_format::TableRecords(tf_format::ReadAll(file));
+  ASSERT_EQ(records.size(), 6u);
+  // Keys in bytewise order: the meta, then OrderedCode(0, name, rank,
+  // start and length per dimension; whole = 0, -1).
+  EXPECT_EQ(records[0].first, "");
+  EXPECT_EQ(records[1].first, std::string("\x00p\x00\x01\x01\x02\x80\x82\x80\x82", 10));
+  EXPECT_EQ(records[2].first, std::string("\x00p\x00\x01\x01\x02\x82\x82\x80\x7f", 10));
+  EXPECT_EQ(records[3].first, std::string("\x00s\x00\x01\x01\x01\x80\x7f", 8));
+  EXPECT_EQ(records[4].first, std::string("\x00step\x00\x01\x00", 8));
+  EXPECT_EQ(records[5].first, std::string("\x00w\x00\x01\x01\x02\x80\x7f\x80\x7f", 10));
+
+  // The meta: tensors in the order first saved, each slice as given.
+  auto meta = Fields(One(Fields(records[0].second), 1));
+  EXPECT_EQ(One(Fields(One(meta, 2)), 1), "1");  // versions.producer
+  auto tensors = All(meta, 1);
+  ASSERT_EQ(tensors.size(), 4u);
+  auto w = Fields(tensors[0]);
+  EXPECT_EQ(One(w, 1), "w");
+  EXPECT_THAT(Dims(One(w, 2)), ElementsAre(2, 3));
+  EXPECT_EQ(One(w, 3), "1");  // DT_FLOAT
+  EXPECT_THAT(Extents(One(w, 4)),
+              ElementsAre(std::pair<int64_t, int64_t>(0, -1), std::pair<int64_t, int64_t>(0, -1)));
+  EXPECT_EQ(One(Fields(tensors[1]), 3), "7");  // DT_STRING
+  auto p = Fields(tensors[2]);
+  EXPECT_EQ(One(p, 1), "p");
+  auto p_slices = All(p, 4);
+  ASSERT_EQ(p_slices.size(), 2u);
+  EXPECT_THAT(Extents(p_slices[0]),
+              ElementsAre(std::pair<int64_t, int64_t>(2, 2), std::pair<int64_t, int64_t>(0, -1)));
+  EXPECT_THAT(Extents(p_slices[1]),
+              ElementsAre(std::pair<int64_t, int64_t>(0, 2), std::pair<int64_t, int64_t>(0, 2)));
+  auto step = Fields(tensors[3]);
+  EXPECT_EQ(One(step, 3), "9");  // DT_INT64
+  EXPECT_TRUE(Dims(One(step, 2)).empty());
+  EXPECT_TRUE(Extents(One(step, 4)).empty());
+
+  // A data record: SavedTensorSlices.data (2).
+  auto data = [&](size_t i) { return Fields(One(Fields(records[i].second), 2)); };
+  auto wd = data(5);
+  EXPECT_EQ(One(wd, 1), "w");
+  EXPECT_EQ(Extents(One(wd, 2)).size(), 2u);
+  auto wv = Fields(One(wd, 3));
+  EXPECT_EQ(wv.size(), 1u) << "only float_val";
+  float values[6];
+  const std::string packed = One(wv, 5);
+  ASSERT_EQ(packed.size(), 24u);
+  std::memcpy(values, packed.data(), 24);
+  EXPECT_THAT(values, ElementsAre(1, 2, 3, 4, 5, 6));
+  auto sv = Fields(One(data(3), 3));
+  EXPECT_THAT(All(sv, 8), ElementsAre("xy", ""));
+  EXPECT_EQ(sv.size(), 2u);
+  // int64_val (10), packed: -300 as a ten-byte varint.
+  auto stepv = Fields(One(data(4), 3));
+  EXPECT_EQ(stepv.size(), 1u);
+  size_t pos = 0;
+  const std::string raw = One(stepv, 10);
+  EXPECT_EQ(static_cast<int64_t>(tf_format::Varint(raw, &pos)), -300);
+  EXPECT_EQ(pos, raw.size());
+
+  // What TensorFlow's V1 readers read, graphrun's reader reads too.
+  auto r = checkpoint::BundleReader::Open(file);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto whole = (*r)->Lookup("p");
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_THAT(FloatsOf(*whole), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// The writer refuses what a V1 file cannot hold or would hold wrongly.
+TEST(TfV1CheckpointTest, WriterErrorsNameTheTensor) {
+  const std::string file = TempDir("v1_writer_errors") + "/model.ckpt";
+  auto write = [&](std::vector<checkpoint::V1SliceToSave> s) {
+    return checkpoint::WriteTfV1Checkpoint(file, s);
+  };
+  auto slice = [](const std::string& spec) { return *checkpoint::TensorSlice::Parse(spec); };
+  Tensor two = Tensor::FromVector<float>({1, 2});
+  absl::Status st = write({{"v", TensorShape({3}), slice("0,3"), two}});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st.message(), HasSubstr("tensor 'v': slice 0,3 of [3] has shape [3], the value [2]"));
+  st = write({{"v", TensorShape({3}), slice("2,2"), two}});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st.message(), HasSubstr("tensor 'v'"));
+  st = write(
+      {{"v", TensorShape({4}), slice("0,2"), two}, {"v", TensorShape({4}), slice("1,2"), two}});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st.message(), HasSubstr("tensor 'v' saved twice"));
+  st = write({{"v", TensorShape({2}), checkpoint::TensorSlice::Full(1), two},
+              {"v", TensorShape({2}), checkpoint::TensorSlice::Full(1), two}});
+  EXPECT_THAT(st.message(), HasSubstr("tensor 'v' saved twice"));
+  Tensor res(DT_RESOURCE, TensorShape({}));
+  st = write({{"h", TensorShape({}), checkpoint::TensorSlice::Full(0), res}});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st.message(), HasSubstr("tensor 'h': a resource tensor cannot be saved"));
+  EXPECT_FALSE(checkpoint::BundleReader::Exists(file)) << "nothing written after an error";
 }
 
 }  // namespace

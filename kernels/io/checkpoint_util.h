@@ -178,7 +178,9 @@ class BundleReader {
   // NotFound naming the checkpoint when P.index does not exist; DataLoss
   // naming the file when it is corrupt. Without P.index, a checkpoint in
   // TensorFlow's first format (V1) is read instead: the file P itself, or
-  // its shards P-00000-of-0000N (all N of them).
+  // its shards P-00000-of-0000N (all N of them), or every file a pattern
+  // (with *, ? or [) matches, as TensorFlow's V1 readers take
+  // "P-?????-of-0000N".
   static absl::StatusOr<std::unique_ptr<BundleReader>> Open(std::string prefix);
   // True when Open(prefix) would find a checkpoint: P.index or a V1 file.
   static bool Exists(const std::string& prefix);
@@ -219,6 +221,28 @@ class BundleReader {
   // A V1 checkpoint's values (BundleEntry::v1_value).
   std::vector<Tensor> v1_values_;
 };
+
+// One tensor, or a slice of one, for a TensorFlow V1 checkpoint file.
+struct V1SliceToSave {
+  std::string name;
+  TensorShape full_shape;
+  // As given: a "-" (whole) dimension is keyed and listed as whole, as
+  // TensorFlow's TensorSliceWriter does; TensorSlice::Full for a tensor.
+  TensorSlice slice;
+  Tensor value;  // of the slice's shape
+};
+
+// Writes the TensorFlow V1 checkpoint file `filename`, as TensorFlow's Save
+// and SaveSlices ops do (docs/checkpoint_format.md): one table whose empty
+// key holds the meta (each tensor's name, shape, dtype and slices) and
+// whose other records hold one slice each, its values in the TensorProto's
+// typed fields. Written atomically (tempstate file and rename); the
+// directory is created. InvalidArgument naming the tensor for a dtype that
+// cannot be saved, a value whose shape is not its slice's, a slice that
+// leaves the shape, slices of one name that overlap or disagree on dtype or
+// shape, or a slice too large for one record (2 GiB).
+absl::Status WriteTfV1Checkpoint(const std::string& filename,
+                                 const std::vector<V1SliceToSave>& slices);
 
 struct MergeOptions {
   // Also remove the (then empty) directories holding the source prefixes.

@@ -9,6 +9,8 @@ namespace graphrun {
 
 // checkpoint_kernels.cc.
 void RegisterCheckpointKernels(KernelRegistry& r);
+// checkpoint_v1_kernels.cc.
+void RegisterCheckpointV1Kernels(KernelRegistry& r);
 
 }  // namespace graphrun
 
