@@ -1,7 +1,11 @@
+#include <dirent.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -12,8 +16,11 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/trainer/trainer_internal.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/launcher_link.h"
@@ -116,13 +123,83 @@ bool Lost(const ChildProcess& child) {
   return absl::StartsWith(child.task, "/job:ps/") || WIFSIGNALED(child.exit_status);
 }
 
+}  // namespace
+
+std::vector<std::string> HostGpus() {
+  std::vector<std::string> gpus;
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    for (absl::string_view g : absl::StrSplit(visible, ',')) {
+      g = absl::StripAsciiWhitespace(g);
+      if (!g.empty()) gpus.emplace_back(g);
+    }
+    return gpus;
+  }
+  int n = 0;
+  if (DIR* d = ::opendir("/dev")) {
+    while (const dirent* e = ::readdir(d)) {
+      absl::string_view name = e->d_name;
+      int k = 0;
+      if (absl::ConsumePrefix(&name, "nvidia") && !name.empty() && absl::SimpleAtoi(name, &k) &&
+          std::all_of(name.begin(), name.end(), ::isdigit)) {
+        ++n;
+      }
+    }
+    ::closedir(d);
+  }
+  for (int i = 0; i < n; ++i) gpus.push_back(std::to_string(i));
+  return gpus;
+}
+
+absl::StatusOr<std::vector<std::string>> SplitGpus(const std::vector<std::string>& gpus,
+                                                   int workers, int per_worker) {
+  const int n = static_cast<int>(gpus.size());
+  if (workers < 1 || n < workers) return std::vector<std::string>{};
+  const int per = per_worker > 0 ? per_worker : n / workers;
+  if (static_cast<int64_t>(per) * workers > n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--num_replicas=", per_worker, ": ", workers, " workers x ", per_worker,
+                     " GPUs each, but this host has ", n, " (", absl::StrJoin(gpus, ","), ")"));
+  }
+  std::vector<std::string> split;
+  for (int w = 0; w < workers; ++w) {
+    split.push_back(absl::StrJoin(gpus.begin() + w * per, gpus.begin() + (w + 1) * per, ","));
+  }
+  return split;
+}
+
 // One process per task on loopback ports: `graphrun server` for each PS,
 // `graphrun train` with TF_CONFIG for workers 1..M-1 (output in a log file
 // each), and worker 0, the chief, in this process. A task that dies ends
-// the run with an error naming it.
-}  // namespace
+// the run with an error naming it. multi_worker_mirrored workers on GPUs
+// get GPUs of their own (SplitGpus), as TF_CONFIG users give each worker
+// its CUDA_VISIBLE_DEVICES: NCCL takes one GPU per rank.
+absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& config, std::ostream* log) {
+  TrainConfig c = config;
+  std::vector<std::string> gpu_split;
+  if (c.distribution == "multi_worker_mirrored" && c.replica_device_type == "GPU" &&
+      c.workers > 1) {
+    const std::vector<std::string> gpus = HostGpus();
+    GR_ASSIGN_OR_RETURN(gpu_split, SplitGpus(gpus, c.workers, c.replicas_per_worker));
+    if (!gpu_split.empty()) {
+      c.replicas_per_worker = static_cast<int>(gpus.size()) / c.workers;
+      if (config.replicas_per_worker > 0) c.replicas_per_worker = config.replicas_per_worker;
+      // The chief is this process: its CUDA starts with its server.
+      ::setenv("CUDA_VISIBLE_DEVICES", gpu_split[0].c_str(), 1);
+    }
+    if (log != nullptr) {
+      *log << "multi_worker_mirrored: " << gpus.size() << " GPU(s) for " << c.workers << " workers";
+      if (gpu_split.empty()) {
+        *log << ": each worker sees every GPU (NCCL needs a GPU per worker; on one host "
+                "--distribution=mirrored uses them all)";
+      }
+      for (int w = 0; w < static_cast<int>(gpu_split.size()); ++w) {
+        *log << (w == 0 ? ": " : ", ") << "worker " << w
+             << " CUDA_VISIBLE_DEVICES=" << gpu_split[w];
+      }
+      *log << "\n";
+    }
+  }
 
-absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostream* log) {
   constexpr int kStopTimeoutMs = 5000;
   constexpr int kWorkerExitTimeoutMs = 60000;
   GR_ASSIGN_OR_RETURN(std::string binary, GraphrunBinary(c));
@@ -159,7 +236,11 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostre
         LaunchLocalCluster(
             binary, jobs,
             [&](const std::string& job, int index, const distributed::ClusterSpec& placeholder) {
-              return ChildCommand(c, log_dir, job, index, placeholder, child_env);
+              std::vector<std::string> env = child_env;
+              if (job == "worker" && index < static_cast<int>(gpu_split.size())) {
+                env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_split[index]);
+              }
+              return ChildCommand(c, log_dir, job, index, placeholder, env);
             },
             chief_server.get(), "worker", 0));
     spec = launch.spec;

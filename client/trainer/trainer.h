@@ -59,6 +59,9 @@ struct TrainConfig {
   int num_replicas = 2;  // mirrored
   // multi_worker_mirrored: replicas per worker, one device each; 0: one
   // per device of replica_device_type on the worker (one on the CPU).
+  // On GPUs, the embedded cluster's processes split the host's GPUs among
+  // the workers (docs/distribute.md) and set this process's
+  // CUDA_VISIBLE_DEVICES to the chief's share.
   int replicas_per_worker = 0;
   std::string replica_device_type = "CPU";          // mirrored: CPU, GPU, ...
   int64_t allreduce_pack_bytes = int64_t{4} << 20;  // all-reduce distributions

@@ -121,6 +121,18 @@ absl::StatusOr<TrainResult> TrainTfConfigTask(const TrainConfig& c, const std::s
 // because a task was lost (a PS process exited, a worker was killed by a
 // signal), the error carries kTaskDiedPayload (the task's name).
 absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& c, std::ostream* log);
+
+// The GPUs this host gives its processes, as CUDA_VISIBLE_DEVICES names
+// them: its entries when it is set ("" = none), else "0".."N-1" for the
+// N /dev/nvidiaN device files (counted without starting CUDA).
+std::vector<std::string> HostGpus();
+// How the embedded cluster's `workers` multi_worker_mirrored workers share
+// `gpus`: worker w gets the w-th run of `per_worker` of them (0: as many as
+// divide evenly), as a CUDA_VISIBLE_DEVICES value each. Empty when they
+// cannot have one each (fewer GPUs than workers: they all see every GPU);
+// InvalidArgument when `per_worker` GPUs each do not fit.
+absl::StatusOr<std::vector<std::string>> SplitGpus(const std::vector<std::string>& gpus,
+                                                   int workers, int per_worker);
 inline constexpr char kTaskDiedPayload[] = "graphrun/train/task_died";
 
 }  // namespace internal

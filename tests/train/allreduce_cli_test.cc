@@ -150,6 +150,59 @@ TEST(AllReduceCliTest, MultiWorkerReplicasPerWorker) {
                                   "multi_worker_mirrored puts one replica on each"));
 }
 
+// The embedded cluster gives each multi_worker_mirrored worker GPUs of its
+// own, as a TF_CONFIG user sets each worker's CUDA_VISIBLE_DEVICES (NCCL
+// takes one GPU per rank): the host's GPUs, or CUDA_VISIBLE_DEVICES's,
+// split evenly. Without GPUs here the replicas run on the CPUs (soft
+// placement), so the run still trains; the split itself is what the
+// launcher reports and hands its workers.
+TEST(AllReduceCliTest, EmbeddedWorkersGetGpusOfTheirOwn) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")) {
+    GTEST_SKIP() << "no dataset-fashion-mnist";
+  }
+  auto run = [](const std::string& visible, const std::string& name,
+                std::vector<std::string> extra) {
+    std::vector<std::string> args = {"train",
+                                     "--distribution=multi_worker_mirrored",
+                                     "--workers=2",
+                                     "--replica_device_type=GPU",
+                                     "--steps=10",
+                                     "--batch_size=64",
+                                     "--checkpoint_dir=" + TempPath(name)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    setenv("CUDA_VISIBLE_DEVICES", visible.c_str(), 1);
+    Result r = Graphrun(args);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    return r;
+  };
+  Result two = run("0,1", "gpu_split_two", {});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_THAT(two.out + two.err,
+              HasSubstr("multi_worker_mirrored: 2 GPU(s) for 2 workers: worker 0 "
+                        "CUDA_VISIBLE_DEVICES=0, worker 1 CUDA_VISIBLE_DEVICES=1\n"));
+  EXPECT_THAT(two.out, HasSubstr("\"global_step\": 10,"));
+  // Two each of four named GPUs, in CUDA_VISIBLE_DEVICES's order; with no
+  // GPU behind the names, the first worker's two replicas are refused.
+  Result four = run("7, 3,5,1", "gpu_split_four", {"--num_replicas=2"});
+  EXPECT_THAT(four.out + four.err,
+              HasSubstr("multi_worker_mirrored: 4 GPU(s) for 2 workers: worker 0 "
+                        "CUDA_VISIBLE_DEVICES=7,3, worker 1 CUDA_VISIBLE_DEVICES=5,1\n"));
+  EXPECT_EQ(four.exit_code, 1);
+  EXPECT_THAT(four.err, HasSubstr("InvalidArgument: --num_replicas=2: task "
+                                  "/job:worker/replica:0/task:0 has 0 GPU device(s)"));
+  // More GPUs asked for than the host has: refused before any task starts.
+  Result over = run("0,1,2", "gpu_split_over", {"--num_replicas=2"});
+  EXPECT_EQ(over.exit_code, 1);
+  EXPECT_THAT(over.err, HasSubstr("InvalidArgument: --num_replicas=2: 2 workers x 2 GPUs each, "
+                                  "but this host has 3 (0,1,2)"));
+  // Fewer GPUs than workers: no split, and the launcher says so.
+  Result one = run("0", "gpu_split_one", {"--steps=2"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_THAT(one.out + one.err,
+              HasSubstr("multi_worker_mirrored: 1 GPU(s) for 2 workers: each worker sees every "
+                        "GPU"));
+}
+
 }  // namespace
 }  // namespace tools
 }  // namespace graphrun
