@@ -84,7 +84,8 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
                                   std::vector<Tensor>* values) {
   // Name -> its meta (dtype, shape, the slices listed).
   std::map<std::string, BundleEntry> tensors;
-  std::map<std::string, std::vector<TensorSlice>> listed;
+  // Name -> the slices listed, resolved and as written (for messages).
+  std::map<std::string, std::vector<std::pair<TensorSlice, TensorSlice>>> listed;
   bool have_meta = false;
   std::vector<BundleEntry> found;
   GR_RETURN_IF_ERROR(ForEachTableRecord(
@@ -108,10 +109,11 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
               return absl::InvalidArgumentError(
                   absl::StrCat("tensor '", e.name, "' is listed twice"));
             }
-            std::vector<TensorSlice>& slices = listed[e.name];
+            auto& slices = listed[e.name];
             for (const auto& sp : m.slice()) {
-              GR_ASSIGN_OR_RETURN(TensorSlice s, SliceFromProto(e.name, sp, e.shape));
-              slices.push_back(s);
+              TensorSlice written;
+              GR_ASSIGN_OR_RETURN(TensorSlice s, SliceFromProto(e.name, sp, e.shape, &written));
+              slices.emplace_back(s, written);
             }
             tensors.emplace(e.name, std::move(e));
           }
@@ -127,18 +129,20 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
               absl::StrCat("data for tensor '", d.name(), "', which the meta does not list"));
         }
         BundleEntry e = t->second;
-        GR_ASSIGN_OR_RETURN(e.slice, SliceFromProto(e.name, d.slice(), e.shape));
-        const std::vector<TensorSlice>& slices = listed[e.name];
-        if (std::find(slices.begin(), slices.end(), e.slice) == slices.end()) {
+        TensorSlice written;
+        GR_ASSIGN_OR_RETURN(e.slice, SliceFromProto(e.name, d.slice(), e.shape, &written));
+        const auto& slices = listed[e.name];
+        if (std::none_of(slices.begin(), slices.end(),
+                         [&](const auto& s) { return s.first == e.slice; })) {
           return absl::InvalidArgumentError(absl::StrCat("tensor '", e.name, "': data for slice ",
-                                                         e.slice.DebugString(),
+                                                         written.DebugString(),
                                                          ", which the meta does not list"));
         }
         const TensorShape shape = e.slice.SliceShape();
         const int64_t count = ValueCount(d.data(), e.dtype);
         if (count != shape.num_elements()) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "tensor '", e.name, "': slice ", e.slice.DebugString(), " holds ", count,
+              "tensor '", e.name, "': slice ", written.DebugString(), " holds ", count,
               " values of ", DataTypeString(e.dtype), " for ", shape.num_elements(), " elements"));
         }
         tensorflow::TensorProto p = d.data();
@@ -157,12 +161,12 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
   if (!have_meta) return absl::InvalidArgumentError("no meta record");
   // Every slice the meta lists has its data.
   for (const auto& [name, slices] : listed) {
-    for (const TensorSlice& s : slices) {
+    for (const auto& [s, written] : slices) {
       bool present = false;
       for (const BundleEntry& e : found) present = present || (e.name == name && e.slice == s);
       if (!present) {
         return absl::InvalidArgumentError(
-            absl::StrCat("tensor '", name, "': slice ", s.DebugString(), " has no data"));
+            absl::StrCat("tensor '", name, "': slice ", written.DebugString(), " has no data"));
       }
     }
   }

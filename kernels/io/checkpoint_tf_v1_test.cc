@@ -226,13 +226,13 @@ TEST(TfV1CheckpointTest, CorruptV1FilesAreDataLoss) {
   absl::Status st = open_with("short", rec);
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
   EXPECT_THAT(st.message(), HasSubstr("corrupt V1 checkpoint file " + dir + "/short: tensor 'w'"));
-  EXPECT_THAT(st.message(), HasSubstr("holds 5 values of float for 6 elements"));
+  EXPECT_THAT(st.message(), HasSubstr("slice -:- holds 5 values of float for 6 elements"));
   // A slice the meta lists without its record.
   rec = ModelRecords();
   rec.erase(Key("p", {{2, 2}, {0, -1}}));
   st = open_with("unsaved", rec);
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
-  EXPECT_THAT(std::string(st.message()), HasSubstr("tensor 'p': slice 2,2:0,2 has no data"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("tensor 'p': slice 2,2:- has no data"));
   // Data for a tensor the meta does not list.
   rec = ModelRecords();
   rec[Key("q", kWhole1)] = DataRecord("q", kWhole1, Floats({1}));
