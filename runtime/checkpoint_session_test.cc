@@ -14,6 +14,7 @@
 #include "graph/testlib.h"
 #include "gtest/gtest.h"
 #include "kernels/io/checkpoint_util.h"
+#include "kernels/io/register.h"
 #include "runtime/session.h"
 
 namespace graphrun {
@@ -257,6 +258,37 @@ TEST(CheckpointSessionTest, RestoreErrorsNameTheTensor) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
   EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("missing_var"));
+}
+
+// A V1 Saver's restore: one Restore op per variable, all of one file. The
+// ops of a step share one reader (the file is decoded once per step), and
+// the reader goes when the step ends.
+TEST(CheckpointSessionTest, V1RestoresOfAStepShareOneReader) {
+  const std::string file = TempDir("session_v1") + "/model.ckpt";
+  std::vector<checkpoint::V1SliceToSave> saved(2);
+  saved[0] = {"w", TensorShape({2}), checkpoint::TensorSlice::Full(1),
+              Tensor::FromVector<float>({1, 2})};
+  saved[1] = {"v", TensorShape({3}), checkpoint::TensorSlice::Full(1),
+              Tensor::FromVector<float>({3, 4, 5})};
+  ASSERT_TRUE(checkpoint::WriteTfV1Checkpoint(file, saved).ok());
+  std::string g;
+  g += Const("file", "DT_STRING", {}, Strings({file}), 0);
+  for (const std::string name : {"w", "v"}) {
+    g += Const("name_" + name, "DT_STRING", {}, Strings({name}), 0);
+    g += absl::StrCat("node { name: 'restore_", name, "' op: 'Restore' input: 'file' input: 'name_",
+                      name, "'", Dev(0), "attr { key: 'dt' value { type: DT_FLOAT } } }\n");
+  }
+  auto session = NewSessionWith(1, g);
+  ASSERT_NE(session, nullptr);
+  for (int step = 0; step < 2; ++step) {
+    const int64_t opens = V1CheckpointOpensForTesting();
+    auto out = session->Run({}, {"restore_w", "restore_v"}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(Values((*out)[0]), ::testing::ElementsAre(1, 2));
+    EXPECT_THAT(Values((*out)[1]), ::testing::ElementsAre(3, 4, 5));
+    EXPECT_EQ(V1CheckpointOpensForTesting() - opens, 1) << "step " << step;
+    EXPECT_EQ(V1CheckpointStepsForTesting(), 0u) << "step " << step;
+  }
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 // tensor or slice from the files a pattern names.
 //
 // A V1 checkpoint's values are all decoded when it is opened, and a V1
-// Saver restores each variable with its own op, so the readers are shared:
-// a process-wide cache keeps the last few opened checkpoints, each valid
-// while its files keep their inode, size and modification time.
+// Saver restores each variable with its own op, so the ops of one step
+// share the readers, as TensorFlow's per-step reader cache has them: a
+// reader lives until its step ends, and serves the ops of that step that
+// name the same pattern while its files keep their inode, size and
+// modification time.
 #include <sys/stat.h>
 
-#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -106,36 +108,64 @@ Signature SignatureOf(const std::vector<std::string>& files) {
   return sig;
 }
 
-// The last few checkpoints Restore and RestoreSlice opened.
+// The checkpoints the Restore and RestoreSlice ops of running steps opened.
 class ReaderCache {
  public:
-  // The checkpoint at `pattern`, whose files are `files` (CheckpointFiles).
+  // The checkpoint at `pattern`, whose files are `files` (CheckpointFiles),
+  // kept for the step of `ctx` when it has step resources.
   absl::StatusOr<std::shared_ptr<const checkpoint::BundleReader>> Open(
-      const std::string& pattern, const std::vector<std::string>& files) {
+      OpKernelContext* ctx, const std::string& pattern, const std::vector<std::string>& files) {
+    StepResources* step = ctx->step_resources();
+    const int64_t id = ctx->step_id();
     const Signature sig = SignatureOf(files);
     std::lock_guard<std::mutex> lock(mu_);
-    for (const Entry& e : entries_) {
-      if (!sig.empty() && e.pattern == pattern && e.signature == sig) return e.reader;
+    if (step != nullptr && !sig.empty()) {
+      auto it = steps_.find(id);
+      if (it != steps_.end()) {
+        for (const Entry& e : it->second) {
+          if (e.pattern == pattern && e.signature == sig) return e.reader;
+        }
+      }
     }
     GR_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::BundleReader> reader,
                         checkpoint::BundleReader::Open(pattern));
+    ++opens_;
     std::shared_ptr<const checkpoint::BundleReader> shared = std::move(reader);
-    if (!sig.empty()) {
-      entries_.push_front({pattern, sig, shared});
-      if (entries_.size() > kEntries) entries_.pop_back();
+    if (step != nullptr && !sig.empty()) {
+      std::vector<Entry>& entries = steps_[id];
+      if (entries.empty()) step->Add([this, id] { Forget(id); });
+      entries.push_back({pattern, sig, shared});
     }
     return shared;
   }
 
+  // For tests: checkpoints opened so far; steps holding readers now.
+  int64_t opens() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return opens_;
+  }
+  size_t steps() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return steps_.size();
+  }
+
  private:
-  static constexpr size_t kEntries = 4;
   struct Entry {
     std::string pattern;
     Signature signature;
     std::shared_ptr<const checkpoint::BundleReader> reader;
   };
+  void Forget(int64_t id) {
+    std::vector<Entry> gone;  // freed outside the lock
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = steps_.find(id);
+    if (it == steps_.end()) return;
+    gone.swap(it->second);
+    steps_.erase(it);
+  }
   std::mutex mu_;
-  std::deque<Entry> entries_;  // newest first
+  std::map<int64_t, std::vector<Entry>> steps_;  // guarded by mu_
+  int64_t opens_ = 0;                            // guarded by mu_
 };
 
 // The files a checkpoint pattern names: P.index when it exists (a V2
@@ -180,7 +210,7 @@ class RestoreV1Op : public OpKernel {
     for (const std::string& f : *files) {
       GR_RETURN_IF_ERROR(Annotate(*this, CheckFileAccess(ctx, f)));
     }
-    auto reader = Readers().Open(p, *files);
+    auto reader = Readers().Open(ctx, p, *files);
     if (!reader.ok()) return Annotate(*this, reader.status());
     auto t = (*reader)->Restore(name->scalar<std::string>(), dtype_, spec);
     if (!t.ok()) return Annotate(*this, t.status());
@@ -194,6 +224,9 @@ class RestoreV1Op : public OpKernel {
 };
 
 }  // namespace
+
+int64_t V1CheckpointOpensForTesting() { return Readers().opens(); }
+size_t V1CheckpointStepsForTesting() { return Readers().steps(); }
 
 void RegisterCheckpointV1Kernels(KernelRegistry& r) {
   r.Add(KernelDef("Save"), MakeKernel<SaveV1Op>());

@@ -3,6 +3,9 @@
 #ifndef GRAPHRUN_KERNELS_IO_REGISTER_H_
 #define GRAPHRUN_KERNELS_IO_REGISTER_H_
 
+#include <cstddef>
+#include <cstdint>
+
 #include "kernels/framework/kernel_registry.h"
 
 namespace graphrun {
@@ -11,6 +14,10 @@ namespace graphrun {
 void RegisterCheckpointKernels(KernelRegistry& r);
 // checkpoint_v1_kernels.cc.
 void RegisterCheckpointV1Kernels(KernelRegistry& r);
+// For tests: the checkpoints Restore and RestoreSlice have opened so far,
+// and the steps that hold opened readers now (released as steps end).
+int64_t V1CheckpointOpensForTesting();
+size_t V1CheckpointStepsForTesting();
 
 }  // namespace graphrun
 
