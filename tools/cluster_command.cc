@@ -76,12 +76,6 @@ std::string ClusterUsage() {
 }
 
 int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << ClusterUsage();
-      return kExitOk;
-    }
-  }
   auto usage_error = [&err](const absl::Status& s) {
     err << StatusToLine(s) << "\n";
     return kExitUsage;

@@ -517,6 +517,17 @@ TEST(GraphrunCliTest, Help) {
   EXPECT_THAT(run_help.out, StartsWith("usage: graphrun run GRAPH"));
   EXPECT_THAT(run_help.out, HasSubstr("--fetch NAME[:i]"));
   EXPECT_EQ(Graphrun({"help", "run"}).out, run_help.out);
+  // Every subcommand, with --help or -h anywhere before "--".
+  for (const char* sub : {"run", "train", "server", "cluster", "show", "status", "tls"}) {
+    const std::string usage = Graphrun({"help", sub}).out;
+    EXPECT_THAT(usage, StartsWith(std::string("usage: graphrun ") + sub)) << sub;
+    for (const char* flag : {"--help", "-h"}) {
+      Result r = Graphrun({sub, "--steps=5", flag});
+      EXPECT_EQ(r.exit_code, 0) << sub << " " << flag << ": " << r.err;
+      EXPECT_EQ(r.out, usage) << sub << " " << flag;
+      EXPECT_EQ(r.err, "") << sub << " " << flag;
+    }
+  }
 }
 
 // SavedModels (tools/testdata/saved_model): TF 1 (restored through the

@@ -147,6 +147,13 @@ int Main(std::vector<std::string> args) {
     return UsageError(
         absl::StrCat("unknown subcommand '", cmd, "'; run 'graphrun help' for usage"));
   }
+  // Every subcommand's --help (or -h) before a "--": its usage, exit 0.
+  for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::cout << sub->usage();
+      return kExitOk;
+    }
+  }
   return sub->run(absl::MakeConstSpan(args).subspan(1), std::cout, std::cerr);
 }
 

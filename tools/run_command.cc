@@ -261,13 +261,6 @@ absl::Status ExecuteGraphRun(const RunRequest& req, tensorflow::GraphDef def, st
 }  // namespace
 
 int RunCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
-  for (const std::string& a : args) {
-    if (a == "--") break;
-    if (a == "--help" || a == "-h") {
-      out << RunUsage();
-      return kExitOk;
-    }
-  }
   auto req = ParseRunArgs(args);
   if (!req.ok()) {
     err << StatusToLine(req.status()) << "\n";

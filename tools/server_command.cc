@@ -138,12 +138,6 @@ std::string ServerUsage() {
 }
 
 int ServerCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << ServerUsage();
-      return kExitOk;
-    }
-  }
   auto options = ParseServerArgs(args);
   if (!options.ok()) {
     err << StatusToLine(options.status()) << "\n";

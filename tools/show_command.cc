@@ -287,12 +287,6 @@ std::string ShowUsage() {
 }
 
 int ShowCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << ShowUsage();
-      return kExitOk;
-    }
-  }
   auto flags = FlagSet().Parse(args);
   if (!flags.ok()) {
     err << StatusToLine(flags.status()) << "\n";

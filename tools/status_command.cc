@@ -59,12 +59,6 @@ std::string StatusUsage() {
 }
 
 int StatusCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << StatusUsage();
-      return kExitOk;
-    }
-  }
   auto usage = [&](const absl::Status& s) {
     err << StatusToLine(s) << "\n";
     return kExitUsage;

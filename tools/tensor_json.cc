@@ -18,13 +18,10 @@ namespace {
 
 template <typename F>
 std::string FloatToJson(F v) {
-  if (std::isnan(v)) return "\"NaN\"";
-  if (std::isinf(v)) return v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
   if constexpr (sizeof(F) == sizeof(float)) {
-    return FormatFloatShortest(v);
-  } else {
-    return FormatDoubleShortest(v);
+    if (std::isfinite(v)) return FormatFloatShortest(v);
   }
+  return JsonNumber(v);
 }
 
 std::string ElementToJson(const Tensor& t, int64_t i) {

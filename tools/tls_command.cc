@@ -35,12 +35,6 @@ std::string TlsUsage() {
 }
 
 int TlsCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << TlsUsage();
-      return kExitOk;
-    }
-  }
   auto usage = [&](const std::string& msg) {
     err << StatusToLine(absl::InvalidArgumentError(msg)) << "\n";
     return kExitUsage;

@@ -152,7 +152,7 @@ const FlagSet& TrainFlagSet() {
 }
 
 std::string OptNum(const std::optional<double>& v) {
-  return v.has_value() ? FormatDoubleShortest(*v) : "null";
+  return v.has_value() ? JsonNumber(*v) : "null";
 }
 }  // namespace
 
@@ -468,6 +468,7 @@ int TrainCommand(absl::Span<const std::string> args, std::ostream& out, std::ost
     for (std::string& flag : creds.ToFlags()) server_args.push_back(std::move(flag));
     return ServerCommand(server_args, out, err);
   }
+  c->notices = &err;
   absl::StatusOr<TrainResult> r = client::trainer::Train(*c, c->json_only ? nullptr : &out);
   if (!r.ok()) {
     err << StatusToLine(r.status()) << "\n";

@@ -376,4 +376,10 @@ std::string FormatFloatShortest(float v) { return Shortest<float>(v, 9, std::str
 
 std::string FormatDoubleShortest(double v) { return Shortest<double>(v, 17, std::strtod); }
 
+std::string JsonNumber(double v) {
+  if (std::isnan(v)) return "\"NaN\"";
+  if (std::isinf(v)) return v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  return FormatDoubleShortest(v);
+}
+
 }  // namespace graphrun

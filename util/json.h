@@ -73,6 +73,10 @@ std::string JsonQuote(absl::string_view s);
 // "3"). REQUIRES: v is finite.
 std::string FormatFloatShortest(float v);
 std::string FormatDoubleShortest(double v);
+// `v` as a JSON value: FormatDoubleShortest when finite, else the strings
+// "NaN", "Infinity" and "-Infinity" (JSON has no such numbers; this is
+// how `graphrun run --format=json` writes them too, docs/cli.md).
+std::string JsonNumber(double v);
 
 }  // namespace graphrun
 

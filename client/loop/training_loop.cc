@@ -1,6 +1,7 @@
 #include "client/loop/training_loop.h"
 
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -285,6 +286,15 @@ absl::StatusOr<TrainingSummary> TrainingLoop::RunSteps(const ClientSession& sess
     info.examples = summary.examples;
     info.seconds = SecondsSince(t0);
     summary.last_metrics = info.metrics;
+    if (options_.fail_on_nan_loss) {
+      for (size_t i = 0; i < info.metrics.size() && i < graph_.metric_names.size(); ++i) {
+        if (graph_.metric_names[i] == "loss" && !std::isfinite(info.metrics[i])) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "the loss is ", std::isnan(info.metrics[i]) ? "NaN" : "infinite", " at global step ",
+              summary.global_step, ": the model diverged (a lower learning rate may help)"));
+        }
+      }
+    }
     for (const auto& hook : options_.hooks) hook->AfterStep(info, graph_.metric_names);
     if (saver_.has_value() && options_.is_chief) {
       bool by_steps = options_.save_checkpoint_steps > 0 &&

@@ -172,6 +172,10 @@ struct TrainingLoopOptions {
   // lost ones (see step 1 above). Off, as TensorFlow's SessionManager: a
   // checkpoint is restored whole, else init_op runs.
   bool keep_initialized_variables = false;
+  // A step whose metric named "loss" is NaN or infinite fails the run
+  // (FailedPrecondition naming the global step), before any checkpoint of
+  // that step, as TensorFlow's NanTensorHook (an Estimator's default) does.
+  bool fail_on_nan_loss = false;
   int trace_steps = 3;
   std::function<void(std::vector<tensorflow::RunMetadata>)> on_trace;
 };

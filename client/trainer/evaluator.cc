@@ -121,8 +121,8 @@ absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream*
       const int64_t global_step = step[0].scalar<int64_t>();
       last_line =
           absl::StrCat("{\"global_step\": ", global_step, ", \"checkpoint\": ", JsonQuote(*latest),
-                       ", \"test_accuracy\": ", FormatDoubleShortest(*r.test_accuracy),
-                       ", \"test_loss\": ", FormatDoubleShortest(*r.test_loss), ", \"final\": ");
+                       ", \"test_accuracy\": ", JsonNumber(*r.test_accuracy),
+                       ", \"test_loss\": ", JsonNumber(*r.test_loss), ", \"final\": ");
       // Final when the marker was set before the checkpoint was read, or is
       // set now and the checkpoint is still the newest (the chief marks its
       // last checkpoint final just after saving it).

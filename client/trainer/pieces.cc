@@ -290,6 +290,7 @@ client::TrainingLoopOptions LoopOptions(const TrainConfig& c, int64_t last_step,
   o.examples_per_step = examples_per_step;
   o.stop = stop;
   o.keep_initialized_variables = c.keep_initialized_variables;
+  o.fail_on_nan_loss = true;  // as an Estimator's NanTensorHook
   return o;
 }
 

@@ -342,7 +342,15 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& config, std::
     }
   }
   StopProcesses(children, kStopTimeoutMs);
-  if (!r.ok()) return r;
+  if (!r.ok()) {
+    // The tasks' logs stay for a failed run: say where.
+    if (absl::StrContains(r.status().message(), log_dir)) return r;
+    absl::Status s(r.status().code(),
+                   absl::StrCat(r.status().message(), " (task logs in ", log_dir, ")"));
+    r.status().ForEachPayload(
+        [&s](absl::string_view url, const absl::Cord& payload) { s.SetPayload(url, payload); });
+    return s;
+  }
   std::error_code ec;
   std::filesystem::remove_all(log_dir, ec);
   r->mode = "distributed";

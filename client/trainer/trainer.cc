@@ -133,27 +133,34 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
   // would.
   absl::StatusOr<TrainResult> r;
   int restarts = 0;
+  std::ostream* notices = c.notices != nullptr ? c.notices : log;
+  auto annotate = [&r](absl::string_view why) {
+    r = absl::Status(r.status().code(), absl::StrCat(r.status().message(), " (", why, ")"));
+  };
   while (true) {
     r = TrainProcessCluster(c, log);
-    if (r.ok() || !r.status().GetPayload(internal::kTaskDiedPayload).has_value() ||
-        c.checkpoint_dir.empty()) {
+    if (r.ok() || !r.status().GetPayload(internal::kTaskDiedPayload).has_value()) break;
+    if (c.checkpoint_dir.empty()) {
+      annotate("not restarted: no --checkpoint_dir to resume from");
       break;
     }
     if (c.stop != nullptr && c.stop->load()) break;
     absl::StatusOr<std::string> latest = client::Saver::LatestCheckpoint(c.checkpoint_dir);
-    if (!latest.ok()) break;
+    if (!latest.ok()) {
+      annotate(absl::StrCat("not restarted: no checkpoint in ", c.checkpoint_dir, " yet"));
+      break;
+    }
     if (restarts == c.max_restarts) {
-      r = absl::Status(r.status().code(),
-                       absl::StrCat(r.status().message(), " (after ", restarts, " restarts)"));
+      annotate(absl::StrCat("after ", restarts, restarts == 1 ? " restart" : " restarts"));
       break;
     }
     ++restarts;
-    if (log != nullptr) {
-      *log << "graphrun train: task "
-           << std::string(*r.status().GetPayload(internal::kTaskDiedPayload))
-           << " died; the run failed with: " << r.status().message() << "\n"
-           << "restarting the cluster from " << *latest << " (restart " << restarts
-           << " of at most " << c.max_restarts << ")\n";
+    if (notices != nullptr) {
+      *notices << "graphrun train: task "
+               << std::string(*r.status().GetPayload(internal::kTaskDiedPayload))
+               << " died; the run failed with: " << r.status().message() << "\n"
+               << "graphrun train: restarting the cluster from " << *latest << " (restart "
+               << restarts << " of at most " << c.max_restarts << ")\n";
     }
   }
   if (r.ok()) r->restarts = restarts;

@@ -135,6 +135,10 @@ struct TrainConfig {
   int heartbeat_misses = 3;
   // Set by another thread to stop training early (tests).
   const std::atomic<bool>* stop = nullptr;
+  // Where notices go that a run must not swallow whatever the log is
+  // (a task died and the cluster restarts): stderr in `graphrun train`.
+  // Null: the log.
+  std::ostream* notices = nullptr;
   // The chief traces trace_steps steps after trace_warmup_steps of its own
   // and hands their RunMetadata (every task of each step) to on_trace
   // (`graphrun train --trace_dir`). Null: no trace.

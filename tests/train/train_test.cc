@@ -560,6 +560,29 @@ TEST(TrainTest, MultiWorkerMirroredDeadWorkerIsNamedWithoutCheckpoints) {
       << r.status();
   EXPECT_LT(secs, 10.0);  // the error itself is immediate: a closed connection
   EXPECT_TRUE(ChildrenRunning("graphrun").empty());
+  // Why it did not restart, and where the tasks' logs stayed.
+  EXPECT_NE(r.status().message().find("not restarted: no --checkpoint_dir to resume from"),
+            std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("/tmp/graphrun_train_tasks_"),
+            std::string::npos)
+      << r.status();
+}
+
+// A run whose loss turns NaN stops at that step, as an Estimator's
+// NanTensorHook stops it, before any checkpoint of its diverged variables.
+TEST(TrainTest, DivergingRunFailsOnANanLoss) {
+  if (!HaveData()) GTEST_SKIP() << "no " << kData;
+  const std::string dir = TempDir("nan_loss");
+  TrainConfig c = Config(dir);
+  c.local = true;
+  c.learning_rate = 1e9;
+  c.steps = 50;
+  absl::StatusOr<TrainResult> r = Train(c, nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_NE(r.status().message().find("the loss is NaN at global step "), std::string::npos)
+      << r.status();
+  EXPECT_EQ(LatestStep(dir), -1);
 }
 
 TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
