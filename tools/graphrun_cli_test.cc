@@ -489,6 +489,20 @@ TEST(GraphrunCliTest, TrainUsageErrorsAndBadData) {
               1,
               "FailedPrecondition: train: --export_graph=/nonexistent/dir/m.pb: no directory "
               "/nonexistent/dir\n");
+  Result proc = Graphrun({"train", "--local", "--steps=100000", "--export_graph=/proc/m.pb",
+                          "--checkpoint_dir=" + TempPath("export_ckpt"), "--format=json"});
+  EXPECT_EQ(proc.exit_code, 1);
+  EXPECT_EQ(proc.out, "");
+  EXPECT_THAT(proc.err, StartsWith("FailedPrecondition: train: --export_graph=/proc/m.pb: cannot "
+                                   "write in /proc: "));
+  const std::string not_a_model = TempPath("not_a_saved_model");
+  std::filesystem::create_directories(not_a_model);
+  std::ofstream(not_a_model + "/notes.txt") << "mine";
+  ExpectError({"train", "--local", "--steps=100000", "--export_saved_model=" + not_a_model,
+               "--checkpoint_dir=" + TempPath("export_ckpt"), "--format=json"},
+              1,
+              "FailedPrecondition: train: --export_saved_model=" + not_a_model +
+                  " exists and is not a SavedModel; not replacing it\n");
   // A truncated IDX file.
   const std::string data = TempPath("bad_idx");
   std::filesystem::create_directories(data);

@@ -297,6 +297,21 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
           " training tasks (chief and workers); --workers counts them only for a sparseCluster"));
     }
   }
+  if (multi_worker && c.auto_shard_policy == "file") {
+    // The zoo's training set is one file: too few to shard by file among
+    // several workers. Said before any task starts.
+    int workers = c.workers;
+    if (external) {
+      GR_ASSIGN_OR_RETURN(distributed::TfConfig cfg, distributed::ParseTfConfig(c.tf_config));
+      if (!cfg.sparse) workers = cfg.cluster.num_tasks("chief") + cfg.cluster.num_tasks("worker");
+    }
+    if (workers > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--auto_shard_policy=file: the training set is 1 file (", c.data_dir,
+          "/train-images-idx3-ubyte[.gz]) for ", workers,
+          " workers; sharding by file needs at least one file per worker (use data or auto)"));
+    }
+  }
   if (mirrored || (multi_worker && !external)) {
     // (Replicas per worker by default are known once the workers have
     // their devices: one on the CPU.)

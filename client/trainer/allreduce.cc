@@ -146,7 +146,11 @@ absl::StatusOr<ShardChoice> ChooseShard(const TrainConfig& c, int replica, int r
     s.count = 1;
     return s;
   }
-  if (p == "file") {
+  if (p == "file" && replicas == 1) {
+    s.why = "auto-shard: FILE: the one worker reads the one training file";
+    return s;
+  }
+  if (p == "file") {  // ParseTrainFlags says so before any task starts
     return absl::InvalidArgumentError(absl::StrCat(
         "--auto_shard_policy=file: the training set is 1 file (", c.data_dir,
         "/train-images-idx3-ubyte[.gz]) for ", replicas,

@@ -1,6 +1,11 @@
 // `graphrun train --export_graph=FILE`: the trained model as a frozen
 // inference graph for `graphrun run`; `--export_saved_model=DIR`: as a
 // SavedModel (docs/training.md, "Exporting").
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -95,11 +100,12 @@ absl::Status ExportInferenceGraph(const TrainConfig& c, const std::string& check
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!f) {
       return absl::FailedPreconditionError(
-          absl::StrCat("train: cannot write --export_graph=", path));
+          absl::StrCat("train: cannot write --export_graph=", path, ": ", std::strerror(errno)));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("train: cannot write --export_graph=", path));
+    return absl::FailedPreconditionError(
+        absl::StrCat("train: cannot write --export_graph=", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -151,6 +157,49 @@ absl::Status ExportSavedModel(const TrainConfig& c, const std::string& checkpoin
   if (ec) {
     return absl::FailedPreconditionError(
         absl::StrCat("train: cannot write --export_saved_model=", dir, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckExportTargets(const TrainConfig& c) {
+  // The directory `path` is written in (beside it, then renamed).
+  auto writable_dir = [](const std::string& flag, const std::string& path) -> absl::Status {
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    if (dir.empty()) dir = ".";
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("train: ", flag, "=", path, ": no directory ", dir));
+    }
+    // Tried, not asked (access() says yes to root everywhere).
+    std::string probe = dir + "/.graphrun-export-XXXXXX";
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "train: ", flag, "=", path, ": cannot write in ", dir, ": ", std::strerror(errno)));
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
+    return absl::OkStatus();
+  };
+  if (!c.export_graph.empty()) {
+    GR_RETURN_IF_ERROR(writable_dir("--export_graph", c.export_graph));
+    std::error_code ec;
+    if (std::filesystem::is_directory(c.export_graph, ec)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "train: --export_graph=", c.export_graph, " is a directory; give a .pb or .pbtxt file"));
+    }
+  }
+  if (!c.export_saved_model.empty()) {
+    std::string dir = c.export_saved_model;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    GR_RETURN_IF_ERROR(writable_dir("--export_saved_model", dir));
+    std::error_code ec;
+    if (std::filesystem::exists(dir, ec) && !IsSavedModelDir(dir)) {
+      return absl::FailedPreconditionError(absl::StrCat("train: --export_saved_model=", dir,
+                                                        " exists and is not a SavedModel; not "
+                                                        "replacing it"));
+    }
   }
   return absl::OkStatus();
 }

@@ -89,16 +89,9 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
           "train: cannot create --checkpoint_dir=", c.checkpoint_dir, ": ", ec.message()));
     }
   }
-  if (!c.export_graph.empty()) {
-    // Found before training, not after it (the checkpoint directory, made
-    // above, may hold it).
-    const std::filesystem::path dir = std::filesystem::path(c.export_graph).parent_path();
-    std::error_code ec;
-    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("train: --export_graph=", c.export_graph, ": no directory ", dir.string()));
-    }
-  }
+  // Found before training, not after it (the checkpoint directory, made
+  // above, may hold them).
+  GR_RETURN_IF_ERROR(CheckExportTargets(c));
   if (c.distribution == "mirrored") {
     if (log != nullptr) {
       *log << "graphrun train: " << c.model << " on " << c.data_dir << ", mirrored over "

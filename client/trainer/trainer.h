@@ -229,6 +229,13 @@ absl::Status ExportInferenceGraph(const TrainConfig& config, const std::string& 
 absl::Status ExportSavedModel(const TrainConfig& config, const std::string& checkpoint,
                               const std::string& dir);
 
+// Whether the run could write its exports (--export_graph and
+// --export_saved_model): each one's directory exists and is writable, and
+// an existing --export_saved_model is a SavedModel (which is replaced).
+// FailedPrecondition naming the flag and why; Train checks it before
+// training, not after.
+absl::Status CheckExportTargets(const TrainConfig& config);
+
 }  // namespace trainer
 }  // namespace client
 }  // namespace graphrun

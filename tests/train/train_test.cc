@@ -612,6 +612,19 @@ TEST(TrainTest, MirroredFlagErrorsAreUsageErrors) {
   EXPECT_EQ(mw_replicas.status().message(),
             "--batch_size: the global batch 256 does not divide evenly among 6 replicas (2 "
             "workers x 3)");
+  // Sharding the one training file among workers: refused before any
+  // task starts; one worker may.
+  auto by_file = ParseTrainFlags(
+      {"--distribution=multi_worker_mirrored", "--workers=2", "--auto_shard_policy=file"});
+  ASSERT_FALSE(by_file.ok());
+  EXPECT_EQ(by_file.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(by_file.status().message(),
+            "--auto_shard_policy=file: the training set is 1 file "
+            "(/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte[.gz]) for 2 workers; "
+            "sharding by file needs at least one file per worker (use data or auto)");
+  EXPECT_TRUE(ParseTrainFlags({"--distribution=multi_worker_mirrored", "--workers=1",
+                               "--auto_shard_policy=file"})
+                  .ok());
   auto per_worker =
       ParseTrainFlags({"--distribution=multi_worker_mirrored", "--workers=2", "--num_replicas=4"});
   ASSERT_TRUE(per_worker.ok()) << per_worker.status();
