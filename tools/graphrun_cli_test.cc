@@ -516,6 +516,39 @@ TEST(GraphrunCliTest, TrainUsageErrorsAndBadData) {
   EXPECT_EQ(r.out, "");
   EXPECT_THAT(r.err, ::testing::StartsWith("InvalidArgument: "));
   EXPECT_THAT(r.err, ::testing::HasSubstr("idx"));
+  // Images and labels that do not pair up (a zip would stop at the
+  // shorter), or swapped: named before anything trains.
+  const std::string fm = "/usr/share/datasets/fashion-mnist";
+  if (!std::filesystem::exists(fm + "/t10k-labels-idx1-ubyte.gz")) {
+    GTEST_SKIP() << "no dataset-fashion-mnist for the mismatched files";
+  }
+  auto data_of = [&](const std::string& name, const std::string& images,
+                     const std::string& labels) {
+    const std::string dir = TempPath(name);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::filesystem::create_symlink(fm + "/" + images, dir + "/train-images-idx3-ubyte.gz");
+    std::filesystem::create_symlink(fm + "/" + labels, dir + "/train-labels-idx1-ubyte.gz");
+    for (const char* f : {"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+      std::filesystem::create_symlink(fm + "/" + f, dir + "/" + f);
+    }
+    return dir;
+  };
+  const std::string short_labels =
+      data_of("short_labels", "train-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz");
+  ExpectError({"train", "--local", "--steps=1", "--data=" + short_labels,
+               "--checkpoint_dir=", "--format=json"},
+              1,
+              "InvalidArgument: train: " + short_labels +
+                  "/train-images-idx3-ubyte.gz holds 60000 images but " + short_labels +
+                  "/train-labels-idx1-ubyte.gz 10000 labels\n");
+  const std::string swapped =
+      data_of("swapped", "train-labels-idx1-ubyte.gz", "train-images-idx3-ubyte.gz");
+  ExpectError(
+      {"train", "--local", "--steps=1", "--data=" + swapped, "--checkpoint_dir=", "--format=json"},
+      1,
+      "InvalidArgument: train: " + swapped +
+          "/train-images-idx3-ubyte.gz holds [60000] bytes; images are [N,28,28]\n");
 }
 
 TEST(GraphrunCliTest, Help) {

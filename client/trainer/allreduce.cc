@@ -218,8 +218,8 @@ absl::StatusOr<TrainResult> TrainMultiWorker(const TrainConfig& c,
                       ChooseShard(c, strategy.worker_index(), strategy.num_workers()));
   // Every replica takes one batch of its shard per step, in lockstep: an
   // epoch is the smallest shard's full batches.
-  GR_ASSIGN_OR_RETURN(std::string train_labels, FindIdx(c, "train-labels-idx1-ubyte"));
-  GR_ASSIGN_OR_RETURN(int64_t records, CountRecords(train_labels));
+  GR_ASSIGN_OR_RETURN(IdxPair train, FindIdxPair(c, "train"));
+  GR_ASSIGN_OR_RETURN(int64_t records, CountRecords(train.labels));
   const int64_t per_epoch = std::max<int64_t>(1, records / shard.count / batch);
   if (log != nullptr && strategy.is_chief()) *log << shard.why << "\n";
   ReplicaBuild b;

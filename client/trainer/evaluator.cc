@@ -53,9 +53,8 @@ absl::Status RunEvaluator(const TrainConfig& c, std::ostream& out, std::ostream*
   g.root.SetGraphSeed(c.seed);
   const Scope& s = g.root;
   g.global_step = std::make_unique<Variable>(train::CreateGlobalStep(s));
-  GR_ASSIGN_OR_RETURN(std::string test_images, FindIdx(c, "t10k-images-idx3-ubyte"));
-  GR_ASSIGN_OR_RETURN(std::string test_labels, FindIdx(c, "t10k-labels-idx1-ubyte"));
-  Input in = BuildInput(s.NewSubScope("eval_input"), c, test_images, test_labels, g.eval_batch, 0,
+  GR_ASSIGN_OR_RETURN(IdxPair test, FindIdxPair(c, "t10k"));
+  Input in = BuildInput(s.NewSubScope("eval_input"), c, test.images, test.labels, g.eval_batch, 0,
                         1, /*shuffle=*/false);
   train::LayersOptions lo;
   lo.seed = c.seed;

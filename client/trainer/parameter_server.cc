@@ -86,9 +86,9 @@ void PrintPlacement(const ReplicaGraph& g, const TrainConfig& c, int num_ps, int
 absl::StatusOr<tensorflow::GraphDef> ForwardGraph(const TrainConfig& c, int64_t batch) {
   Scope root = Scope::NewRootScope();
   root.SetGraphSeed(c.seed);
-  GR_ASSIGN_OR_RETURN(std::string images, FindIdx(c, "train-images-idx3-ubyte"));
-  GR_ASSIGN_OR_RETURN(std::string labels, FindIdx(c, "train-labels-idx1-ubyte"));
-  Input in = BuildInput(root.NewSubScope("input"), c, images, labels, batch, 0, 1, true);
+  GR_ASSIGN_OR_RETURN(IdxPair train, FindIdxPair(c, "train"));
+  Input in =
+      BuildInput(root.NewSubScope("input"), c, train.images, train.labels, batch, 0, 1, true);
   train::Layers layers(root, c.seed);
   BuildModel(c, layers, in.images, in.labels, /*training=*/true);
   GR_RETURN_IF_ERROR(root.status());

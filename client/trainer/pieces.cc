@@ -1,5 +1,7 @@
 #include "client/trainer/pieces.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -54,6 +56,58 @@ absl::StatusOr<std::string> FindIdx(const TrainConfig& c, const std::string& ste
     if (std::filesystem::exists(p)) return p;
   }
   return absl::NotFoundError(absl::StrCat("train: no ", stem, "[.gz] in --data=", c.data_dir));
+}
+
+namespace {
+
+// The dimensions of an IDX file of unsigned bytes (gzipped or not), from
+// its header.
+absl::StatusOr<std::vector<int64_t>> IdxDims(const std::string& file) {
+  gzFile f = gzopen(file.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::NotFoundError(absl::StrCat("train: cannot open ", file));
+  }
+  unsigned char head[4 + 4 * 3];
+  const int n = gzread(f, head, sizeof(head));
+  gzclose(f);
+  if (n < 4 || head[0] != 0 || head[1] != 0 || head[2] != 0x08 || head[3] < 1 || head[3] > 3 ||
+      n < 4 + 4 * head[3]) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train: ", file, " is not an IDX file of unsigned bytes"));
+  }
+  std::vector<int64_t> dims;
+  for (int d = 0; d < head[3]; ++d) {
+    const unsigned char* b = head + 4 + 4 * d;
+    dims.push_back(int64_t{b[0]} << 24 | int64_t{b[1]} << 16 | int64_t{b[2]} << 8 | b[3]);
+  }
+  return dims;
+}
+
+}  // namespace
+
+absl::StatusOr<IdxPair> FindIdxPair(const TrainConfig& c, const std::string& set) {
+  IdxPair p;
+  GR_ASSIGN_OR_RETURN(p.images, FindIdx(c, set + "-images-idx3-ubyte"));
+  GR_ASSIGN_OR_RETURN(p.labels, FindIdx(c, set + "-labels-idx1-ubyte"));
+  GR_ASSIGN_OR_RETURN(std::vector<int64_t> images, IdxDims(p.images));
+  GR_ASSIGN_OR_RETURN(std::vector<int64_t> labels, IdxDims(p.labels));
+  auto shape = [](const std::vector<int64_t>& d) {
+    return absl::StrCat("[", absl::StrJoin(d, ","), "]");
+  };
+  if (images.size() != 3 || images[1] != 28 || images[2] != 28) {
+    return absl::InvalidArgumentError(absl::StrCat("train: ", p.images, " holds ", shape(images),
+                                                   " bytes; images are [N,28,28]"));
+  }
+  if (labels.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train: ", p.labels, " holds ", shape(labels), " bytes; labels are [N]"));
+  }
+  if (images[0] != labels[0]) {
+    return absl::InvalidArgumentError(absl::StrCat("train: ", p.images, " holds ", images[0],
+                                                   " images but ", p.labels, " ", labels[0],
+                                                   " labels"));
+  }
+  return p;
 }
 
 // The (image, label) shapes of one element, or with `batch` (-1: unknown)
@@ -151,10 +205,9 @@ train::Model BuildModel(const TrainConfig& c, train::Layers& layers, const Outpu
 // `trained`.
 absl::Status BuildEvalTower(const TrainConfig& c, const Scope& s, const train::Layers& trained,
                             ReplicaGraph* g) {
-  GR_ASSIGN_OR_RETURN(std::string test_images, FindIdx(c, "t10k-images-idx3-ubyte"));
-  GR_ASSIGN_OR_RETURN(std::string test_labels, FindIdx(c, "t10k-labels-idx1-ubyte"));
+  GR_ASSIGN_OR_RETURN(IdxPair test, FindIdxPair(c, "t10k"));
   Scope es = s.NewSubScope("eval");
-  Input ein = BuildInput(es.NewSubScope("input"), c, test_images, test_labels, g->eval_batch, 0, 1,
+  Input ein = BuildInput(es.NewSubScope("input"), c, test.images, test.labels, g->eval_batch, 0, 1,
                          /*shuffle=*/false);
   g->eval_layers = std::make_unique<train::Layers>(es, trained);
   train::Model em = BuildModel(c, *g->eval_layers, ein.images, ein.labels, /*training=*/false);
@@ -195,10 +248,9 @@ absl::StatusOr<std::unique_ptr<ReplicaGraph>> BuildStrategyReplica(
   g->root.SetGraphSeed(c.seed);
   // The input pipeline and global_step go where the first replica runs.
   Scope s = strategy.ReplicaScope(g->root);
-  GR_ASSIGN_OR_RETURN(std::string train_images, FindIdx(c, "train-images-idx3-ubyte"));
-  GR_ASSIGN_OR_RETURN(std::string train_labels, FindIdx(c, "train-labels-idx1-ubyte"));
+  GR_ASSIGN_OR_RETURN(IdxPair train, FindIdxPair(c, "train"));
   g->global_step = std::make_unique<Variable>(train::CreateGlobalStep(s));
-  Input in = BuildInput(s.NewSubScope("input"), c, train_images, train_labels, b.rows, b.shard,
+  Input in = BuildInput(s.NewSubScope("input"), c, train.images, train.labels, b.rows, b.shard,
                         b.num_shards, /*shuffle=*/true);
   train::ModelFn model_fn = ReplicaModelFn(c, &g->layers, b.partitions);
   GR_ASSIGN_OR_RETURN(g->step, strategy.BuildTrainStep(
@@ -296,8 +348,8 @@ client::TrainingLoopOptions LoopOptions(const TrainConfig& c, int64_t last_step,
 
 // Global steps of one epoch: each replica's shard in full batches.
 absl::StatusOr<int64_t> StepsPerEpoch(const TrainConfig& c, int num_replicas, int64_t batch) {
-  GR_ASSIGN_OR_RETURN(std::string labels, FindIdx(c, "train-labels-idx1-ubyte"));
-  GR_ASSIGN_OR_RETURN(int64_t n, CountRecords(labels));
+  GR_ASSIGN_OR_RETURN(IdxPair train, FindIdxPair(c, "train"));
+  GR_ASSIGN_OR_RETURN(int64_t n, CountRecords(train.labels));
   int64_t per_epoch = 0;
   for (int r = 0; r < num_replicas; ++r) {
     int64_t shard = n / num_replicas + (r < n % num_replicas ? 1 : 0);

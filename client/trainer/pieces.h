@@ -71,6 +71,14 @@ struct Input {
 // The training or test file `stem` ("train-images-idx3-ubyte") of c.data_dir,
 // gzipped or not; NotFound naming it.
 absl::StatusOr<std::string> FindIdx(const TrainConfig& c, const std::string& stem);
+// The images and labels files of set `set` ("train" or "t10k"), checked by
+// their IDX headers before anything reads them: images of [N, 28, 28]
+// bytes, N labels. InvalidArgument naming the files otherwise (a zip of
+// the two would silently stop at the shorter).
+struct IdxPair {
+  std::string images, labels;
+};
+absl::StatusOr<IdxPair> FindIdxPair(const TrainConfig& c, const std::string& set);
 // IdxDataset x2 -> Zip -> [Shard] -> Map(cast, scale, reshape) -> [Shuffle,
 // Repeat] -> Batch -> Prefetch -> iterator.
 Input BuildInput(const Scope& s, const TrainConfig& c, const std::string& images_file,
