@@ -430,7 +430,7 @@ std::string TrainResultToJson(const TrainConfig& c, const TrainResult& r) {
       r.exported_saved_model.empty() ? "null" : JsonQuote(r.exported_saved_model),
       ", \"restarts\": ", r.restarts,
       ", \"restored_devices\": ", JsonStringList(r.restored_devices),
-      ", \"distribution\": ", JsonQuote(c.distribution),
+      ", \"distribution\": ", JsonQuote(c.local ? "one_device" : c.distribution),
       ", \"replicas\": ", r.num_replicas > 0 ? r.num_replicas : r.num_workers, ", \"allreduce\": ",
       r.allreduce.has_value() ? absl::StrCat("{\"algorithm\": ", JsonQuote(r.allreduce->algorithm),
                                              ", \"packs\": ", r.allreduce->packs,

@@ -173,8 +173,10 @@ class ClusterProgress {
                       std::string(std::max(0, kWidth - filled - 1), ' ');
     *log_ << absl::StrFormat(
                  "[%s] %3.0f%%  step %6d/%d  epoch %d  loss %.4f  accuracy %.4f  examples/s %.0f\n",
-                 bar, done * 100, step.global_step, last_step_, step.global_step / steps_per_epoch_,
-                 step.metrics[0], step.metrics[1], rate)
+                 bar, done * 100, step.global_step, last_step_,
+                 // steps 1..E are epoch 0
+                 std::max<int64_t>(0, step.global_step - 1) / steps_per_epoch_, step.metrics[0],
+                 step.metrics[1], rate)
           << std::flush;
   }
 
