@@ -1,5 +1,7 @@
 #include "graph/tensor_shape.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -105,6 +107,28 @@ std::string PartialShape::DebugString() const {
     s += dims_[i] < 0 ? std::string("?") : absl::StrCat(dims_[i]);
   }
   return s + "]";
+}
+
+absl::StatusOr<int64_t> IntegerRangeSize(int64_t start, int64_t limit, int64_t delta) {
+  if (delta == 0) return absl::InvalidArgumentError("Requires delta != 0");
+  if (delta > 0 && start > limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Requires start <= limit when delta > 0: ", start, "/", limit));
+  }
+  if (delta < 0 && start < limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Requires start >= limit when delta < 0: ", start, "/", limit));
+  }
+  // |limit - start| and |delta| as unsigned: each fits in 64 bits.
+  const uint64_t span = delta > 0 ? static_cast<uint64_t>(limit) - static_cast<uint64_t>(start)
+                                  : static_cast<uint64_t>(start) - static_cast<uint64_t>(limit);
+  const uint64_t step = delta > 0 ? static_cast<uint64_t>(delta) : 0 - static_cast<uint64_t>(delta);
+  const uint64_t n = span / step + (span % step != 0 ? 1 : 0);
+  if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat("Range from ", start, " to ", limit, " by ",
+                                                   delta, " has more than 2^63 - 1 elements"));
+  }
+  return static_cast<int64_t>(n);
 }
 
 }  // namespace graphrun

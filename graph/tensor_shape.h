@@ -93,6 +93,12 @@ class PartialShape {
   DimVector dims_;
 };
 
+// The number of elements of Range(start, limit, delta) over integers:
+// ceil(|limit - start| / |delta|), computed without overflow for any
+// int64 operands. InvalidArgument when delta is 0 or points away from
+// limit.
+absl::StatusOr<int64_t> IntegerRangeSize(int64_t start, int64_t limit, int64_t delta);
+
 }  // namespace graphrun
 
 #endif  // GRAPHRUN_GRAPH_TENSOR_SHAPE_H_

@@ -2,6 +2,7 @@
 // (reshape, concat, split, transpose, slicing, gather, …). Names, args,
 // attrs and defaults are TensorFlow's so real GraphDefs load unchanged.
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "graph/ops/all_ops.h"
@@ -93,6 +94,11 @@ absl::Status PadShape(ShapeContext& c) {
         p->dtype() == DT_INT32 ? p->flat<int32_t>()[2 * d + 1] : p->flat<int64_t>()[2 * d + 1];
     if (before < 0 || after < 0) return c.Error("paddings must be non-negative");
     const int64_t dim = in.known_rank() ? in.dim(d) : -1;
+    constexpr int64_t kMaxDim = int64_t{1} << 40;  // as the kernel's bound
+    if (before > kMaxDim || after > kMaxDim || (dim >= 0 && dim + before + after > kMaxDim)) {
+      return c.Error(absl::StrCat("padded size is too large: dimension ", d, " padded by [", before,
+                                  ", ", after, "]"));
+    }
     out[d] = dim < 0 ? -1 : dim + before + after;
   }
   c.set_output(0, PartialShape(absl::MakeConstSpan(out)));
@@ -392,14 +398,9 @@ absl::Status RangeShape(ShapeContext& c) {
     GR_ASSIGN_OR_RETURN(std::vector<int64_t> sv, IntValues(c, *s));
     GR_ASSIGN_OR_RETURN(std::vector<int64_t> lv, IntValues(c, *l));
     GR_ASSIGN_OR_RETURN(std::vector<int64_t> dv, IntValues(c, *d));
-    if (dv[0] == 0) return c.Error("requires delta != 0");
-    int64_t diff = lv[0] - sv[0];
-    if ((diff > 0 && dv[0] < 0) || (diff < 0 && dv[0] > 0)) {
-      return c.Error("requires start <= limit when delta > 0 (or start >= limit when delta < 0)");
-    }
-    int64_t ad = dv[0] < 0 ? -dv[0] : dv[0];
-    int64_t adiff = diff < 0 ? -diff : diff;
-    c.set_output(0, PartialShape({(adiff + ad - 1) / ad}));
+    absl::StatusOr<int64_t> n = IntegerRangeSize(sv[0], lv[0], dv[0]);
+    if (!n.ok()) return c.Error(n.status().message());
+    c.set_output(0, PartialShape({*n}));
     return absl::OkStatus();
   }
   c.set_output(0, PartialShape({-1}));
@@ -490,7 +491,15 @@ absl::Status TileShape(ShapeContext& c) {
   }
   DimVector dims(mult.size(), -1);
   for (size_t i = 0; i < mult.size(); ++i) {
-    if (in.known_rank() && in.dim(i) >= 0) dims[i] = in.dim(i) * mult[i];
+    if (mult[i] < 0) {
+      return c.Error(absl::StrCat("Expected multiples[", i, "] >= 0, but got ", mult[i]));
+    }
+    if (!in.known_rank() || in.dim(i) < 0) continue;
+    if (mult[i] != 0 && in.dim(i) > std::numeric_limits<int64_t>::max() / mult[i]) {
+      return c.Error(absl::StrCat("dimension ", i, " (", in.dim(i), ") times multiples[", i, "] (",
+                                  mult[i], ") overflows"));
+    }
+    dims[i] = in.dim(i) * mult[i];
   }
   c.set_output(0, PartialShape(absl::MakeConstSpan(dims)));
   return absl::OkStatus();

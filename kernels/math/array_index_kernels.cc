@@ -1,6 +1,7 @@
 // CPU kernels for the indexing array ops: Slice, StridedSlice, Gather,
 // OneHot and Tile (split from array_kernels.cc; same type-generic approach).
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -315,12 +316,19 @@ class TileOp : public OpKernel {
       return Error(absl::StrCat("Expected multiples argument to be a vector of length ", rank,
                                 " but got length ", mult.size()));
     }
-    TensorShape s;
+    DimVector dims(rank);
     for (int d = 0; d < rank; ++d) {
       if (mult[d] < 0)
         return Error(absl::StrCat("Expected multiples[", d, "] >= 0, but got ", mult[d]));
-      s.AddDim(in->dim_size(d) * mult[d]);
+      if (mult[d] != 0 && in->dim_size(d) > std::numeric_limits<int64_t>::max() / mult[d]) {
+        return Error(absl::StrCat("dimension ", d, " (", in->dim_size(d), ") times multiples[", d,
+                                  "] (", mult[d], ") overflows"));
+      }
+      dims[d] = in->dim_size(d) * mult[d];
     }
+    absl::StatusOr<TensorShape> shape = TensorShape::Make(dims);
+    if (!shape.ok()) return Error(shape.status().message());
+    const TensorShape& s = *shape;
     GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, s));
     if (rank == 0) {
       CopyElements(*in, 0, *out, 0, 1);

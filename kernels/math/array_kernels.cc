@@ -655,20 +655,20 @@ class RangeOp : public OpKernel {
     const T start = ctx->input(0).base<T>()[0];
     const T limit = ctx->input(1).base<T>()[0];
     const T delta = ctx->input(2).base<T>()[0];
-    if (delta == T(0)) return Error(absl::StrCat("Requires delta != 0: ", delta));
-    if (delta > T(0) && start > limit) {
-      return Error(absl::StrCat("Requires start <= limit when delta > 0: ", start, "/", limit));
-    }
-    if (delta < T(0) && start < limit) {
-      return Error(absl::StrCat("Requires start >= limit when delta < 0: ", start, "/", limit));
-    }
     int64_t size;
     if constexpr (std::is_integral_v<T>) {
-      const int64_t diff = static_cast<int64_t>(limit) - static_cast<int64_t>(start);
-      const int64_t d = static_cast<int64_t>(delta);
-      const int64_t ad = d < 0 ? -d : d, adiff = diff < 0 ? -diff : diff;
-      size = (adiff + ad - 1) / ad;
+      absl::StatusOr<int64_t> n = IntegerRangeSize(
+          static_cast<int64_t>(start), static_cast<int64_t>(limit), static_cast<int64_t>(delta));
+      if (!n.ok()) return Error(n.status().message());
+      size = *n;
     } else {
+      if (delta == T(0)) return Error(absl::StrCat("Requires delta != 0: ", delta));
+      if (delta > T(0) && start > limit) {
+        return Error(absl::StrCat("Requires start <= limit when delta > 0: ", start, "/", limit));
+      }
+      if (delta < T(0) && start < limit) {
+        return Error(absl::StrCat("Requires start >= limit when delta < 0: ", start, "/", limit));
+      }
       const double s = std::ceil(std::abs((static_cast<double>(limit) - start) / delta));
       if (!(s <= static_cast<double>(int64_t{1} << 40))) {
         return Error("Requires ((limit - start) / delta) <= 2^40");
@@ -677,10 +677,20 @@ class RangeOp : public OpKernel {
     }
     GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape({size})));
     T* p = out->base<T>();
-    T v = start;
-    for (int64_t i = 0; i < size; ++i) {
-      p[i] = v;
-      v += delta;
+    if constexpr (std::is_integral_v<T>) {
+      // start + i * delta, each within [start, limit): no step past the end
+      // is ever taken (it may not fit T).
+      for (int64_t i = 0; i < size; ++i) {
+        p[i] = static_cast<T>(static_cast<uint64_t>(static_cast<int64_t>(start)) +
+                              static_cast<uint64_t>(i) *
+                                  static_cast<uint64_t>(static_cast<int64_t>(delta)));
+      }
+    } else {
+      T v = start;
+      for (int64_t i = 0; i < size; ++i) {
+        p[i] = v;
+        v += delta;
+      }
     }
     return absl::OkStatus();
   }

@@ -1,3 +1,4 @@
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -337,6 +338,30 @@ TEST(RangeTest, IntAndFloat) {
   ExpectError(bad.Run(), absl::StatusCode::kInvalidArgument, "node 'rg'");
 }
 
+// int64 ranges whose span does not fit int64: the right elements, or an
+// error, never a wrapped size.
+TEST(RangeTest, Int64SpansBeyondInt64) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto range = [](int64_t start, int64_t limit, int64_t delta) {
+    OpTester t("Range", "rg");
+    t.Attr("Tidx", DT_INT64).Input(Tensor::Scalar<int64_t>(start));
+    t.Input(Tensor::Scalar<int64_t>(limit)).Input(Tensor::Scalar<int64_t>(delta));
+    return t.Run();
+  };
+  auto halves = range(kMin, kMax, int64_t{1} << 62);  // 4 elements, the last 2^62
+  ASSERT_TRUE(halves.ok()) << halves.status();
+  ExpectTensor(T1<int64_t>({kMin, kMin / 2, 0, int64_t{1} << 62}), (*halves)[0]);
+  auto down = range(kMax, kMin, kMin);  // kMax, -1
+  ASSERT_TRUE(down.ok()) << down.status();
+  ExpectTensor(T1<int64_t>({kMax, -1}), (*down)[0]);
+  auto two = range(0, kMax, int64_t{1} << 62);
+  ASSERT_TRUE(two.ok()) << two.status();
+  ExpectTensor(T1<int64_t>({0, int64_t{1} << 62}), (*two)[0]);
+  ExpectError(range(kMin, kMax, 1), absl::StatusCode::kInvalidArgument,
+              "has more than 2^63 - 1 elements");
+}
+
 TEST(SliceTest, BeginSize) {
   OpTester t("Slice");
   t.Attr("T", DT_FLOAT).Attr("Index", DT_INT32).Input(TS<float>(Iota(12), {3, 4}));
@@ -441,6 +466,29 @@ TEST(TileTest, TwoD) {
   t.Attr("T", DT_INT32).Input(TS<int32_t>({1, 2, 3, 4}, {2, 2})).Input(T1<int32_t>({2, 2}));
   ASSERT_RUN_OK(std::vector<Tensor> out, t);
   ExpectTensor(TS<int32_t>({1, 2, 1, 2, 3, 4, 3, 4, 1, 2, 1, 2, 3, 4, 3, 4}, {4, 4}), out[0]);
+}
+
+// Multiples whose products overflow: an error naming the dimension, not a
+// wrapped (or empty) shape or a crash.
+TEST(TileTest, OverflowingMultiplesAreErrors) {
+  auto tile = [](Tensor in, Tensor mult) {
+    OpTester t("Tile", "tile");
+    t.Attr("T", DT_FLOAT).Attr("Tmultiples", DT_INT64).Input(std::move(in)).Input(std::move(mult));
+    return t.Run();
+  };
+  ExpectError(tile(T1<float>({1, 2, 3, 4}), T1<int64_t>({(int64_t{1} << 62) + 1})),
+              absl::StatusCode::kInvalidArgument,
+              "node 'tile' (op Tile): dimension 0 (4) times multiples[0] (4611686018427387905) "
+              "overflows");
+  ExpectError(tile(T1<float>({1, 2, 3, 4}), T1<int64_t>({int64_t{1} << 62})),
+              absl::StatusCode::kInvalidArgument, "dimension 0 (4) times multiples[0]");
+  ExpectError(
+      tile(TS<float>({1, 2, 3, 4}, {2, 2}), T1<int64_t>({int64_t{1} << 32, int64_t{1} << 32})),
+      absl::StatusCode::kInvalidArgument, "has too many elements");
+  // Zero stays zero: no overflow.
+  auto empty = tile(T1<float>({}), T1<int64_t>({std::numeric_limits<int64_t>::max()}));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ((*empty)[0].NumElements(), 0);
 }
 
 }  // namespace

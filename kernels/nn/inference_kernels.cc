@@ -57,9 +57,7 @@ class PadOp : public OpKernel {
                                 ", got ", pads->shape().DebugString()));
     }
     GR_ASSIGN_OR_RETURN(std::vector<int64_t> p, array_util::IntValues(*this, *pads, "paddings"));
-    // Per dimension, the input index each output index reads (-1: padding).
-    std::vector<std::vector<int64_t>> src(rank);
-    TensorShape out_shape;
+    DimVector dims(rank);
     for (int d = 0; d < rank; ++d) {
       const int64_t n = in->dim_size(d), before = p[2 * d], after = p[2 * d + 1];
       if (before < 0 || after < 0) {
@@ -74,9 +72,23 @@ class PadOp : public OpKernel {
               " for ", mode_ == Mode::kReflect ? "REFLECT" : "SYMMETRIC", " of size ", n));
         }
       }
-      const int64_t size = n + before + after;
-      if (size > (int64_t{1} << 40)) return Error("padded size is too large");
-      out_shape.AddDim(size);
+      constexpr int64_t kMaxDim = int64_t{1} << 40;
+      if (before > kMaxDim || after > kMaxDim || n + before + after > kMaxDim) {
+        return Error(absl::StrCat("padded size is too large: dimension ", d, " of size ", n,
+                                  " padded by [", before, ", ", after, "]"));
+      }
+      dims[d] = n + before + after;
+    }
+    absl::StatusOr<TensorShape> shape = TensorShape::Make(dims);
+    if (!shape.ok())
+      return Error(absl::StrCat("padded size is too large: ", shape.status().message()));
+    const TensorShape& out_shape = *shape;
+    // Per dimension, the input index each output index reads (-1: padding);
+    // built once the output is allocated (no larger than it).
+    GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, out_shape));
+    std::vector<std::vector<int64_t>> src(rank);
+    for (int d = 0; d < rank; ++d) {
+      const int64_t n = in->dim_size(d), before = p[2 * d], size = dims[d];
       src[d].resize(size);
       for (int64_t o = 0; o < size; ++o) {
         int64_t i = o - before;
@@ -96,7 +108,6 @@ class PadOp : public OpKernel {
         src[d][o] = i;
       }
     }
-    GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, out_shape));
     const int64_t total = out->NumElements();
     if (total == 0) return absl::OkStatus();
     Tensor fill(in->dtype(), TensorShape({}));

@@ -1,5 +1,6 @@
 // Pad/PadV2/MirrorPad, BatchMatMul(V2), DepthwiseConv2dNative and the
 // resize ops, against TensorFlow's documented results.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,22 @@ TEST(PadTest, BadPaddingsAreErrors) {
   OpTester r("Pad");
   r.Attr("T", DT_INT32).Input(Grid23()).Input(TS<int32_t>({1, 1}, TensorShape({1, 2})));
   EXPECT_EQ(r.Run().status().code(), absl::StatusCode::kInvalidArgument);
+  // Paddings whose sums overflow, or whose product of dimensions does.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  OpTester huge("Pad", "pad");
+  huge.Attr("T", DT_INT32).Attr("Tpaddings", DT_INT64).Input(TS<int32_t>({7}, TensorShape({1})));
+  huge.Input(TS<int64_t>({kMax, kMax}, TensorShape({1, 2})));
+  out = huge.Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("node 'pad' (op Pad): padded size is too large: dimension 0 of size 1 "
+                        "padded by [9223372036854775807, 9223372036854775807]"));
+  OpTester wide("Pad", "pad");
+  wide.Attr("T", DT_INT32).Attr("Tpaddings", DT_INT64).Input(Grid23());
+  wide.Input(TS<int64_t>({int64_t{1} << 39, 0, int64_t{1} << 39, 0}, TensorShape({2, 2})));
+  out = wide.Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("padded size is too large: shape ["));
 }
 
 TEST(BatchMatMulTest, BroadcastsBatchDimensions) {
