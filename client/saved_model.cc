@@ -9,7 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/text_format.h"
+#include "graph/graph.h"
 #include "graph/status.h"
 
 namespace graphrun {
@@ -49,8 +49,9 @@ absl::StatusOr<tensorflow::SavedModel> ReadSavedModel(const std::string& dir) {
     }
   } else if (IsFile(pbtxt)) {
     GR_ASSIGN_OR_RETURN(std::string text, ReadFile(pbtxt));
-    if (!google::protobuf::TextFormat::ParseFromString(text, &model)) {
-      return absl::InvalidArgumentError(absl::StrCat("'", pbtxt, "' is not a SavedModel proto"));
+    if (absl::Status parsed = ParseTextProto(text, &model); !parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", pbtxt, "' is not a SavedModel proto (", parsed.message(), ")"));
     }
   } else {
     return absl::NotFoundError(

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
 #include "graph/function_lowering.h"
 #include "graph/status.h"
@@ -286,32 +289,74 @@ absl::StatusOr<std::unique_ptr<Graph>> GraphFromGraphDef(const tensorflow::Graph
   return graph;
 }
 
+absl::Status ParseTextProto(absl::string_view text, google::protobuf::Message* msg) {
+  // The parser's errors, kept instead of logged (a CLI prints one line).
+  struct FirstError : google::protobuf::io::ErrorCollector {
+    std::string first;
+    void AddError(int line, int column, const std::string& message) override {
+      if (first.empty())
+        absl::StrAppend(&first, "line ", line + 1, ", column ", column + 1, ": ", message);
+    }
+    void AddWarning(int, int, const std::string&) override {}
+  } errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  google::protobuf::io::ArrayInputStream in(text.data(), static_cast<int>(text.size()));
+  if (text.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError("text proto is larger than 2 GiB");
+  }
+  if (!parser.Parse(&in, msg)) {
+    return absl::InvalidArgumentError(errors.first.empty() ? "not a text protobuf" : errors.first);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<tensorflow::GraphDef> ParseGraphDef(absl::string_view bytes, bool text_first) {
+  if (bytes.size() > (size_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError("GraphDef is larger than 2 GiB");
+  }
   tensorflow::GraphDef def;
   auto try_binary = [&]() {
     def.Clear();
     return def.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   };
+  absl::Status text_error;
   auto try_text = [&]() {
     def.Clear();
-    return google::protobuf::TextFormat::ParseFromString(std::string(bytes), &def);
+    text_error = ParseTextProto(bytes, &def);
+    return text_error.ok();
   };
-  if (bytes.size() > (size_t{1} << 31) - 1) {
-    return absl::InvalidArgumentError("GraphDef is larger than 2 GiB");
-  }
   if (text_first ? (try_text() || try_binary()) : (try_binary() || try_text())) {
     return def;
+  }
+  if (text_first) {
+    return absl::InvalidArgumentError(absl::StrCat("could not parse GraphDef as text protobuf (",
+                                                   text_error.message(), ") or binary"));
   }
   return absl::InvalidArgumentError("could not parse GraphDef as binary or text protobuf");
 }
 
 absl::StatusOr<tensorflow::GraphDef> ReadGraphDefFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is a directory, not a GraphDef"));
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::stringstream ss;
-  ss << f.rdbuf();
+  // At most 2 GiB, and one byte more to tell a larger file (or an endless
+  // one, such as /dev/zero) from it.
+  constexpr size_t kMax = (size_t{1} << 31) - 1;
+  std::string bytes;
+  char buf[1 << 16];
+  while (f && bytes.size() <= kMax) {
+    f.read(buf, sizeof(buf));
+    bytes.append(buf, static_cast<size_t>(f.gcount()));
+  }
+  if (bytes.size() > kMax) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "': GraphDef is larger than 2 GiB"));
+  }
   bool text = absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".txt");
-  auto def = ParseGraphDef(ss.str(), text);
+  auto def = ParseGraphDef(bytes, text);
   if (!def.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "': ", def.status().message()));
   }

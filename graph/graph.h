@@ -162,6 +162,9 @@ absl::StatusOr<std::unique_ptr<Graph>> GraphFromGraphDef(const tensorflow::Graph
 // Parses a GraphDef file: binary (.pb) or text (.pbtxt, comments allowed).
 // The format is chosen by extension, falling back to trying both.
 absl::StatusOr<tensorflow::GraphDef> ReadGraphDefFile(const std::string& path);
+// Parses protobuf text format into `msg` without logging: InvalidArgument
+// "line L, column C: ..." with the parser's first error.
+absl::Status ParseTextProto(absl::string_view text, google::protobuf::Message* msg);
 // Parses serialized bytes: binary first, then text.
 absl::StatusOr<tensorflow::GraphDef> ParseGraphDef(absl::string_view bytes,
                                                    bool text_first = false);

@@ -457,6 +457,13 @@ TEST(DirectSessionTest, MalformedFramesAreInvalidArgumentNamingTheNodes) {
       {ConstNode("a", "DT_FLOAT", "float_val", "1") + OpNode("out", "Exit", "input: 'a'"),
        {"out"},
        {"node 'out' (op Exit) is not inside a frame"}},
+      // A loop with no Enter: a NextIteration back to a Merge in the root
+      // frame (it would spin for ever).
+      {ConstNode("c", "DT_FLOAT", "float_val", "1") +
+           OpNode("m", "Merge", "input: 'c' input: 'n' attr { key: 'N' value { i: 2 } }") +
+           OpNode("n", "NextIteration", "input: 'm'"),
+       {"m"},
+       {"node 'n' (op NextIteration) is not inside a frame"}},
       // A node fed from inside a frame and from outside it.
       {ConstNode("a", "DT_FLOAT", "float_val", "1") + EnterNode("in", "a", "f") +
            OpNode("sum", "AddV2", "input: 'in' input: 'a'") + OpNode("out", "Exit", "input: 'sum'"),

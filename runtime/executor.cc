@@ -647,8 +647,8 @@ namespace {
 // an Enter's successors are in the frame it names, an Exit's in the parent
 // of its own, any other node's in its inputs' frame. Unreachable nodes stay
 // in the root frame. InvalidArgument naming the nodes when a node's inputs
-// come from different frames, when an Exit is outside every frame, or when
-// one frame is entered from two different frames.
+// come from different frames, when an Exit or a NextIteration is outside
+// every frame, or when one frame is entered from two different frames.
 absl::Status BuildFrames(const Graph& graph, Impl* impl) {
   std::vector<NodeItem>& items = impl->items;
   impl->frames.assign(1, FrameInfo{});
@@ -693,6 +693,11 @@ absl::Status BuildFrames(const Graph& graph, Impl* impl) {
                          "' (op Exit) is not inside a frame: no Enter node leads to it"));
       }
       out = impl->frames[in].parent;
+    } else if (item.is_next_iteration && in == 0) {
+      // The root frame has no iterations: its Merge would loop for ever.
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", item.node->name(),
+                       "' (op NextIteration) is not inside a frame: no Enter node leads to it"));
     }
     for (const OutEdge& e : item.out) {
       if (frame_of[e.dst] == -1) {

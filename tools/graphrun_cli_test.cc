@@ -374,6 +374,26 @@ TEST(GraphrunCliTest, MissingFile) {
   ExpectError({"run", path, "--fetch", "y"}, 1, "NotFound: cannot open '" + path + "'\n");
 }
 
+// A malformed text graph: one line naming where the parser stopped (no
+// libprotobuf log line before it); a directory is not read as a graph.
+TEST(GraphrunCliTest, MalformedGraphFileIsOneLine) {
+  const std::string path = TempPath("misspelt.pbtxt");
+  std::ofstream(path) << "node { name: \"x\" op: \"Const\" }\nnode { nme: \"y\" }\n";
+  ExpectError({"run", path, "--fetch", "x"}, 1,
+              "InvalidArgument: '" + path +
+                  "': could not parse GraphDef as text protobuf (line 2, column 11: Message type "
+                  "\"tensorflow.NodeDef\" has no field named \"nme\".) or binary\n");
+  const std::string garbage = TempPath("garbage.pb");
+  std::ofstream(garbage) << std::string("\x0a\xff\xff\xff\xff\x0f{{{", 9);
+  ExpectError({"run", garbage, "--fetch", "x"}, 1,
+              "InvalidArgument: '" + garbage +
+                  "': could not parse GraphDef as binary or text protobuf\n");
+  const std::string dir = TempPath("graph_dir.pbtxt");
+  std::filesystem::create_directories(dir);
+  ExpectError({"run", dir, "--fetch", "x"}, 1,
+              "InvalidArgument: '" + dir + "' is a directory, not a GraphDef\n");
+}
+
 TEST(GraphrunCliTest, UnfedPlaceholder) {
   Result r = Graphrun({"run", Example("affine.pbtxt"), "--fetch", "y"});
   EXPECT_EQ(r.exit_code, 1);

@@ -15,7 +15,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "google/protobuf/text_format.h"
 #include "graph/function_lowering.h"
 #include "graph/graph.h"
 #include "graph/proto/config.pb.h"
@@ -477,13 +476,16 @@ absl::Status RunMeasured(const ParsedFlags& flags, std::ostream& out) {
   const std::string path = flags.GetString("run_metadata");
   GR_ASSIGN_OR_RETURN(const std::string bytes, ReadFileToString(path));
   tensorflow::RunMetadata metadata;
-  const bool parsed = absl::EndsWith(path, ".pbtxt")
-                          ? google::protobuf::TextFormat::ParseFromString(bytes, &metadata)
-                          : metadata.ParseFromString(bytes);
-  if (!parsed) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": not a RunMetadata (", absl::EndsWith(path, ".pbtxt") ? "text" : "binary",
-        " format, chosen by the .pbtxt suffix)"));
+  const bool text_format = absl::EndsWith(path, ".pbtxt");
+  const absl::Status parsed =
+      text_format
+          ? ParseTextProto(bytes, &metadata)
+          : (metadata.ParseFromString(bytes) ? absl::OkStatus()
+                                             : absl::InvalidArgumentError("not binary protobuf"));
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a RunMetadata (", text_format ? "text" : "binary",
+                     " format, chosen by the .pbtxt suffix: ", parsed.message(), ")"));
   }
   GR_ASSIGN_OR_RETURN(PlacementReport r, placement::MeasuredTrafficReport(metadata));
   GR_ASSIGN_OR_RETURN(std::string text, Render(r, flags.GetString("format", "text")));

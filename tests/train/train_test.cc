@@ -564,8 +564,7 @@ TEST(TrainTest, MultiWorkerMirroredDeadWorkerIsNamedWithoutCheckpoints) {
   EXPECT_NE(r.status().message().find("not restarted: no --checkpoint_dir to resume from"),
             std::string::npos)
       << r.status();
-  EXPECT_NE(r.status().message().find("/tmp/graphrun_train_tasks_"),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("/tmp/graphrun_train_tasks_"), std::string::npos)
       << r.status();
 }
 
