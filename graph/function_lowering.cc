@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "graph/function_calls.h"
 #include "graph/graph.h"
 #include "graph/node_def_util.h"
 #include "graph/status.h"
@@ -17,6 +18,10 @@
 namespace graphrun {
 namespace {
 
+using function_calls::BodyNamesATask;
+using function_calls::Callees;
+using function_calls::FunctionMap;
+using function_calls::StaysCallFrame;
 using tensorflow::AttrValue;
 using tensorflow::FunctionDef;
 using tensorflow::GraphDef;
@@ -29,68 +34,6 @@ bool IsCall(const std::string& op) {
 bool IsIf(const std::string& op) { return op == "If" || op == "StatelessIf"; }
 bool IsCase(const std::string& op) { return op == "Case" || op == "StatelessCase"; }
 bool IsWhile(const std::string& op) { return op == "While" || op == "StatelessWhile"; }
-
-using FunctionMap = absl::flat_hash_map<std::string, const FunctionDef*>;
-
-// The functions a FunctionDef's nodes name: as their op, or in a func
-// attr (also in lists).
-std::vector<std::string> Callees(const FunctionDef& fn) {
-  std::vector<std::string> out;
-  for (const NodeDef& n : fn.node_def()) {
-    out.push_back(n.op());
-    for (const auto& [k, v] : n.attr()) {
-      if (v.has_func()) out.push_back(v.func().name());
-      for (const auto& f : v.list().func()) out.push_back(f.name());
-    }
-  }
-  return out;
-}
-
-// True when a device string names a job, replica or task.
-bool NamesATask(const std::string& device) {
-  for (const char* part : {"/job:", "/replica:", "/task:"}) {
-    if (device.find(part) != std::string::npos) return true;
-  }
-  return absl::StartsWith(device, "job:");
-}
-
-// True when a node of `fn`'s body, or of a function it calls (in `fns`),
-// asks for a device of a named task.
-bool BodyNamesATask(const FunctionDef& fn, const FunctionMap& fns,
-                    absl::flat_hash_set<const FunctionDef*>* seen) {
-  if (!seen->insert(&fn).second) return false;
-  for (const NodeDef& n : fn.node_def()) {
-    if (NamesATask(n.device())) return true;
-  }
-  for (const std::string& callee : Callees(fn)) {
-    auto it = fns.find(callee);
-    if (it != fns.end() && BodyNamesATask(*it->second, fns, seen)) return true;
-  }
-  return false;
-}
-
-// A call of `fn` that stays a call frame: the function is marked
-// `_noinline`, the call does not force inlining, and no node of its body
-// (or of the functions it calls) asks for a device of a named task: a
-// call frame runs on its caller's task, so such a body is inlined, placed
-// and partitioned as the rest of the graph is (inlining keeps what the
-// call computes; `_noinline` only asks that it run as a unit).
-// `names_task` (optional) caches BodyNamesATask per function.
-bool StaysCallFrame(const FunctionDef& fn, const NodeDef& call, const FunctionMap& fns,
-                    absl::flat_hash_map<const FunctionDef*, bool>* names_task = nullptr) {
-  auto no = fn.attr().find(kNoInlineAttr);
-  if (no == fn.attr().end() || !no->second.b()) return false;
-  auto force = call.attr().find(kInlineAttr);
-  if (force != call.attr().end() && force->second.b()) return false;
-  if (names_task != nullptr) {
-    auto it = names_task->find(&fn);
-    if (it != names_task->end()) return !it->second;
-  }
-  absl::flat_hash_set<const FunctionDef*> seen;
-  const bool names = BodyNamesATask(fn, fns, &seen);
-  if (names_task != nullptr) (*names_task)[&fn] = names;
-  return !names;
-}
 
 // What the body of one inlined function sees.
 struct Scope {
@@ -125,6 +68,13 @@ struct BodyResult {
   std::vector<std::string> rets;
   std::vector<std::string> control;  // "^name"
 };
+
+// "[float, int32]".
+std::string DataTypeVectorString(const DataTypeVector& types) {
+  std::vector<std::string> names;
+  for (DataType t : types) names.push_back(DataTypeString(t));
+  return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
+}
 
 std::string NodeOf(const std::string& tensor) {
   std::string s = tensor;
@@ -513,13 +463,38 @@ class Lowering {
                          const google::protobuf::Map<std::string, AttrValue>& attrs,
                          const std::vector<std::string>& data,
                          const std::vector<std::string>& control, const Scope& parent) {
-    GR_ASSIGN_OR_RETURN(std::string entry, EntryFor(n, control, parent));
-    GR_ASSIGN_OR_RETURN(BodyResult r, InlineBody(fn, parent, n, n.name(), attrs, data, entry));
-    NodeDef sig_node;
-    sig_node.set_name(n.name());
-    *sig_node.mutable_attr() = attrs;
     DataTypeVector in_types, out_types;
-    GR_RETURN_IF_ERROR(InOutTypesForNode(sig_node, fn.signature(), &in_types, &out_types));
+    GR_RETURN_IF_ERROR(CallTypes(fn, n.name(), attrs, data.size(), &in_types, &out_types));
+    // A call node's own Tin and Tout (a function used as an op has none)
+    // must be the function's types, as TensorFlow checks them when it
+    // instantiates the function.
+    for (const auto& [attr, types] :
+         {std::pair<const char*, const DataTypeVector*>{"Tin", &in_types}, {"Tout", &out_types}}) {
+      if (!n.attr().contains(attr)) continue;
+      DataTypeVector declared;
+      GR_RETURN_IF_ERROR(GetAttr(n, attr, &declared));
+      if (declared != *types) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            parent.Where(n.name()), " (op ", n.op(), "): ", attr, " lists ",
+            DataTypeVectorString(declared), " but function '", fn.signature().name(), "' ",
+            attr == std::string("Tin") ? "takes " : "returns ", DataTypeVectorString(*types)));
+      }
+    }
+    // The arguments pass through one IdentityN of the function's input
+    // types, as TensorFlow's inliner puts an Identity per input: a tensor
+    // of another type is then an edge type error naming the call.
+    std::vector<std::string> args = data;
+    if (!data.empty()) {
+      NodeDef in = Make(Unique(n.name() + "/args"), "IdentityN", data, n.device());
+      (*in.mutable_attr())["T"] = MakeAttr(absl::MakeConstSpan(in_types));
+      for (size_t i = 0; i < data.size(); ++i) args[i] = absl::StrCat(in.name(), ":", i);
+      const std::string name = in.name();
+      GR_RETURN_IF_ERROR(Emit(std::move(in), parent));
+      out_.origin[name] = absl::StrCat("the arguments of ", parent.Where(n.name()),
+                                       ", a call of function '", fn.signature().name(), "'");
+    }
+    GR_ASSIGN_OR_RETURN(std::string entry, EntryFor(n, control, parent));
+    GR_ASSIGN_OR_RETURN(BodyResult r, InlineBody(fn, parent, n, n.name(), attrs, args, entry));
     return EmitOutputs(n, parent, r, out_types);
   }
 

@@ -58,7 +58,11 @@ TEST(FunctionLoweringTest, CallIsInlinedUnderTheCallersName) {
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   EXPECT_EQ(lowered->graph_def.library().function_size(), 0);
   auto n = ByName(lowered->graph_def);
-  ASSERT_EQ(n.size(), 8u);  // x, gate, out, input_control_node, c, mul, side, call
+  // x, gate, out, args, input_control_node, c, mul, side, call
+  ASSERT_EQ(n.size(), 9u);
+  // The arguments pass through an IdentityN of the function's input types.
+  EXPECT_EQ(n["call/args"].op(), "IdentityN");
+  EXPECT_THAT(Inputs(n["call/args"]), ElementsAre("x"));
 
   // The body's source node waits for the call's control input.
   EXPECT_EQ(n["call/input_control_node"].op(), "NoOp");
@@ -68,8 +72,8 @@ TEST(FunctionLoweringTest, CallIsInlinedUnderTheCallersName) {
   EXPECT_EQ(n["call/c"].device(), "/device:CPU:1");
   EXPECT_THAT(n["call/c"].attr().at("_class").list().s(), ElementsAre("loc:@call/mul"));
   EXPECT_EQ(n["call/mul"].device(), "/device:CPU:0");
-  EXPECT_THAT(Inputs(n["call/mul"]), ElementsAre("x", "call/c"));
-  EXPECT_THAT(Inputs(n["call/side"]), ElementsAre("^x"));
+  EXPECT_THAT(Inputs(n["call/mul"]), ElementsAre("call/args:0", "call/c"));
+  EXPECT_THAT(Inputs(n["call/side"]), ElementsAre("^call/args"));
 
   // `call` is now an IdentityN over the return value that also waits for
   // the control return; the call's '_' attrs stay on it.
@@ -129,8 +133,63 @@ library { function {
   ret { key: "y" value: "n:y:0" }
 } }
 )");
+  // At the call's arguments, as TensorFlow checks a call's inputs.
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("the arguments of node 'c', a call of function 'neg'"));
+  EXPECT_THAT(s.message(), HasSubstr("expects float but 'x' is int32"));
+  // Inside the body.
+  s = Canonicalize(R"(
+node { name: "x" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+node { name: "c" op: "neg" input: "x" }
+library { function {
+  signature { name: "neg" input_arg { name: "x" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+  node_def { name: "n" op: "Neg" input: "x" attr { key: "T" value { type: DT_INT32 } } }
+  ret { key: "y" value: "n:y:0" }
+} }
+)");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("node 'c/n' of function 'neg' (called by 'c')"));
+  EXPECT_THAT(s.message(), HasSubstr("expects int32 but 'c/args:0' is float"));
+}
+
+// A call node's Tin and Tout must be its function's types, and the
+// tensors it passes of those types.
+TEST(FunctionLoweringTest, CallTypesMustBeTheFunctions) {
+  auto with = [](const std::string& call_attrs, const std::string& x_type) {
+    return Canonicalize(absl::StrCat(R"(
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: )",
+                                     x_type, R"( } } }
+node { name: "c" op: "StatefulPartitionedCall" input: "x"
+       attr { key: "f" value { func { name: "sq" } } } )",
+                                     call_attrs, R"( }
+library { function {
+  signature { name: "sq" input_arg { name: "a" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
+  node_def { name: "m" op: "Mul" input: "a" input: "a" attr { key: "T" value { type: DT_FLOAT } } }
+  ret { key: "y" value: "m:z:0" }
+} }
+)"));
+  };
+  const std::string tin = R"(attr { key: "Tin" value { list { type: DT_FLOAT } } } )";
+  const std::string tout = R"(attr { key: "Tout" value { list { type: DT_FLOAT } } } )";
+  EXPECT_TRUE(with(tin + tout, "DT_FLOAT").ok());
+  absl::Status s =
+      with(R"(attr { key: "Tin" value { list { type: DT_INT32 } } } )" + tout, "DT_FLOAT");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("node 'c' (op StatefulPartitionedCall): Tin lists [int32] "
+                                     "but function 'sq' takes [float]"));
+  s = with(tin + R"(attr { key: "Tout" value { list { type: DT_STRING } } } )", "DT_FLOAT");
+  EXPECT_THAT(s.message(), HasSubstr("Tout lists [string] but function 'sq' returns [float]"));
+  s = with(tin + R"(attr { key: "Tout" value { list { type: DT_FLOAT type: DT_FLOAT } } } )",
+           "DT_FLOAT");
+  EXPECT_THAT(s.message(),
+              HasSubstr("Tout lists [float, float] but function 'sq' returns [float]"));
+  s = with(tin + R"(attr { key: "Tout" value { list { } } } )", "DT_FLOAT");
+  EXPECT_THAT(s.message(), HasSubstr("Tout lists [] but function 'sq' returns [float]"));
+  // The call's types agree with the function, but the tensor passed is not
+  // of them.
+  s = with(tin + tout, "DT_INT32");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("expects float but 'x' is int32"));
 }
 

@@ -120,7 +120,8 @@ library { function {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Scalar((*out)[0]), -9);
   ASSERT_EQ(metadata.partition_graphs_size(), 2);
-  // x goes to CPU:1 for the Square; its result comes back for the Neg.
+  // x (through the call's arguments) goes to CPU:1 for the Square; its
+  // result comes back for the Neg.
   std::vector<std::string> sends;
   for (const auto& g : metadata.partition_graphs()) {
     for (const auto& n : g.node()) {
@@ -128,7 +129,7 @@ library { function {
     }
   }
   EXPECT_THAT(sends, ::testing::UnorderedElementsAre(
-                         "_arg_x_0 from /job:localhost/replica:0/task:0/device:CPU:0",
+                         "call/args from /job:localhost/replica:0/task:0/device:CPU:0",
                          "call/sq from /job:localhost/replica:0/task:0/device:CPU:1"));
 }
 
