@@ -1,5 +1,6 @@
 #include "tools/tensor_json.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <complex>
@@ -8,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/numeric/int128.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "graph/status.h"
@@ -141,6 +143,48 @@ absl::StatusOr<float> ToFloat(const JsonValue& v, DataType dtype) {
   return static_cast<float>(d);
 }
 
+// The exact value of JSON number text ("-12.50e1") when it is an integer
+// of at most 20 digits: "not an integer" or "out of range" otherwise.
+absl::StatusOr<absl::int128> ExactInteger(const std::string& text) {
+  size_t i = 0;
+  const bool negative = i < text.size() && text[i] == '-';
+  if (negative) ++i;
+  std::string digits;
+  int64_t exponent = 0;  // value = digits * 10^exponent
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    digits += text[i];
+  }
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      digits += text[i];
+      --exponent;
+    }
+  }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    int64_t e = 0;
+    if (!absl::SimpleAtoi(absl::string_view(text).substr(i + 1), &e) || e > 1000 || e < -1000) {
+      return absl::OutOfRangeError("out of range");
+    }
+    exponent += e;
+  }
+  // Leading zeros say nothing; trailing ones move into the exponent.
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
+  while (!digits.empty() && digits.back() == '0') {
+    digits.pop_back();
+    ++exponent;
+  }
+  if (digits.empty()) return absl::int128(0);
+  if (exponent < 0) return absl::InvalidArgumentError("not an integer");
+  if (static_cast<int64_t>(digits.size()) + exponent > 20) {
+    return absl::OutOfRangeError("out of range");
+  }
+  absl::uint128 value = 0;
+  for (char c : digits) value = value * 10 + static_cast<unsigned>(c - '0');
+  for (int64_t k = 0; k < exponent; ++k) value *= 10;
+  const absl::int128 signed_value = static_cast<absl::int128>(value);
+  return negative ? -signed_value : signed_value;
+}
+
 // Integral JSON numbers in [lo, hi]. Plain integer text converts exactly;
 // "1e3" or "2.0" go through double and must be integral.
 template <typename T>
@@ -158,19 +202,22 @@ absl::StatusOr<T> ToInt(const JsonValue& v, DataType dtype) {
       return static_cast<T>(x);
     } else {
       uint64_t x;
+      if (text.size() > 1 && text[0] == '-' &&
+          text.find_first_not_of('0', 1) == std::string::npos) {
+        return T(0);  // "-0"
+      }
       if (text[0] == '-' || !absl::SimpleAtoi(text, &x) || x > hi) {
         return LeafError(v, dtype, "out of range");
       }
       return static_cast<T>(x);
     }
   }
-  double d = std::strtod(text.c_str(), nullptr);
-  if (d != std::trunc(d)) return LeafError(v, dtype, "not an integer");
-  // 2^63 and 2^64 are exact doubles; compare against them, not hi.
-  if (d < static_cast<double>(lo) || d >= static_cast<double>(hi) + 1.0) {
-    return LeafError(v, dtype, "out of range");
-  }
-  return static_cast<T>(d);
+  // "1e3", "2.0", "9007199254740993.0": the decimal's exact value, which
+  // must be an integer in range (never rounded through a double).
+  absl::StatusOr<absl::int128> x = ExactInteger(text);
+  if (!x.ok()) return LeafError(v, dtype, x.status().message());
+  if (*x < absl::int128(lo) || *x > absl::int128(hi)) return LeafError(v, dtype, "out of range");
+  return static_cast<T>(*x);
 }
 
 absl::StatusOr<bool> ToBool(const JsonValue& v, DataType dtype) {
@@ -268,14 +315,22 @@ absl::StatusOr<Tensor> TensorFromJson(const JsonValue& value, DataType dtype) {
       GR_RETURN_IF_ERROR(
           Fill<uint16_t>(leaves, &t, [dtype](const JsonValue& v) -> absl::StatusOr<uint16_t> {
             GR_ASSIGN_OR_RETURN(float f, ToFloat(v, dtype));
-            return FloatToHalf(f);
+            const uint16_t h = FloatToHalf(f);
+            if (std::isinf(HalfToFloat(h)) && !std::isinf(f)) {
+              return LeafError(v, dtype, "out of range");
+            }
+            return h;
           }));
       break;
     case DT_BFLOAT16:
       GR_RETURN_IF_ERROR(
           Fill<uint16_t>(leaves, &t, [dtype](const JsonValue& v) -> absl::StatusOr<uint16_t> {
             GR_ASSIGN_OR_RETURN(float f, ToFloat(v, dtype));
-            return FloatToBFloat16(f);
+            const uint16_t b = FloatToBFloat16(f);
+            if (std::isinf(BFloat16ToFloat(b)) && !std::isinf(f)) {
+              return LeafError(v, dtype, "out of range");
+            }
+            return b;
           }));
       break;
     case DT_INT32:

@@ -108,6 +108,19 @@ TEST(TensorFromJsonTest, IntegralExponentFormsAreAccepted) {
   auto t = TensorFromJsonText("[1e3, 2.0, -0]", DT_INT32);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT(t->flat<int32_t>(), ElementsAre(1000, 2, 0));
+  // Exact, never through a double: 2^53 + 1 written with a fraction or an
+  // exponent, and INT64_MAX with a fraction.
+  auto big = TensorFromJsonText(
+      "[9007199254740993.0, 90071992547409930e-1, 9223372036854775807.000, "
+      "-92233720368547758.08e2]",
+      DT_INT64);
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_THAT(big->flat<int64_t>(), ElementsAre(9007199254740993LL, 9007199254740993LL,
+                                                std::numeric_limits<int64_t>::max(),
+                                                std::numeric_limits<int64_t>::min()));
+  auto zero = TensorFromJsonText("[-0, 0e5, -0.0]", DT_UINT64);
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_THAT(zero->flat<uint64_t>(), ElementsAre(0u, 0u, 0u));
 }
 
 TEST(TensorFromJsonTest, IntErrors) {
@@ -125,11 +138,29 @@ TEST(TensorFromJsonTest, IntErrors) {
             "value 9.3e18 cannot be int64: out of range");
   EXPECT_EQ(TensorFromJsonText("\"3\"", DT_INT32).status().message(),
             "value \"3\" cannot be int32: not an integer");
+  // 2^53 + 0.1 and 123456789012345678.9: not integers (a double would
+  // have rounded them to one).
+  EXPECT_EQ(TensorFromJsonText("90071992547409931e-1", DT_INT64).status().message(),
+            "value 90071992547409931e-1 cannot be int64: not an integer");
+  EXPECT_EQ(TensorFromJsonText("1234567890123456789e-1", DT_INT64).status().message(),
+            "value 1234567890123456789e-1 cannot be int64: not an integer");
+  EXPECT_EQ(TensorFromJsonText("9223372036854775808.0", DT_INT64).status().message(),
+            "value 9223372036854775808.0 cannot be int64: out of range");
+  EXPECT_EQ(TensorFromJsonText("1e400", DT_INT64).status().message(),
+            "value 1e400 cannot be int64: out of range");
 }
 
 TEST(TensorFromJsonTest, OtherErrors) {
   EXPECT_EQ(TensorFromJsonText("1e39", DT_FLOAT).status().message(),
             "value 1e39 cannot be float: out of range");
+  // Beyond half's 65504 (65520 rounds to infinity) and bfloat16's range.
+  EXPECT_EQ(TensorFromJsonText("1e5", DT_HALF).status().message(),
+            "value 1e5 cannot be half: out of range");
+  EXPECT_EQ(TensorFromJsonText("65520", DT_HALF).status().message(),
+            "value 65520 cannot be half: out of range");
+  EXPECT_TRUE(TensorFromJsonText("[65504, \"Infinity\"]", DT_HALF).ok());
+  EXPECT_EQ(TensorFromJsonText("3.4e38", DT_BFLOAT16).status().message(),
+            "value 3.4e38 cannot be bfloat16: out of range");
   EXPECT_EQ(TensorFromJsonText("2", DT_BOOL).status().message(),
             "value 2 cannot be bool: expected true or false");
   EXPECT_EQ(TensorFromJsonText("1", DT_STRING).status().message(),
