@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "graph/memory_budget.h"
 #include "graph/status.h"
@@ -550,7 +551,9 @@ std::string Tensor::SummarizeValue(int64_t max_entries) const {
                         base<std::complex<double>>()[i].imag(), ")");
         break;
       case DT_STRING:
-        absl::StrAppend(&out, "\"", base<std::string>()[i], "\"");
+        // Escaped as TensorFlow's DebugString does: one line, no control
+        // characters from the data.
+        absl::StrAppend(&out, "\"", absl::CEscape(base<std::string>()[i]), "\"");
         break;
       case DT_RESOURCE:
         absl::StrAppend(&out, base<ResourceHandle>()[i].DebugString());

@@ -156,4 +156,11 @@ TEST(TensorBufferTest, LargeBuffersAreHugePageAligned) {
 }
 
 }  // namespace
+// Strings print escaped, as TensorFlow's DebugString does: one line, and
+// no control characters (or terminal escapes) from the data.
+TEST(TensorTest, StringsPrintEscaped) {
+  Tensor t = Tensor::FromVector<std::string>({"a\nb", std::string("c\0d", 3), "\x1b[31m\"q\""});
+  EXPECT_EQ(t.SummarizeValue(3), "\"a\\nb\" \"c\\000d\" \"\\033[31m\\\"q\\\"\"");
+}
+
 }  // namespace graphrun
