@@ -155,26 +155,6 @@ TEST(TensorBufferTest, LargeBuffersAreHugePageAligned) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(small.raw_data()) % TensorBuffer::kAlignment, 0u);
 }
 
-}  // namespace
-}  // namespace graphrun
-
-namespace graphrun {
-namespace {
-
-// From 2 MiB up, buffers are 2 MiB-aligned (huge pages), whatever their
-// size; smaller ones keep the usual alignment.
-TEST(TensorBufferTest, LargeBuffersAreHugePageAligned) {
-  for (int64_t n : {int64_t{3} << 20, (int64_t{3} << 20) + 100, int64_t{64} << 20}) {
-    Tensor t(DT_UINT8, TensorShape({n}));
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % (uintptr_t{2} << 20), 0u) << n;
-    std::memset(t.raw_data(), 0x5a, static_cast<size_t>(n));
-    EXPECT_EQ(t.raw_data()[n - 1], 0x5a);
-  }
-  Tensor small(DT_FLOAT, TensorShape({1000}));
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.raw_data()) % TensorBuffer::kAlignment, 0u);
-}
-
-}  // namespace
 // Strings print escaped, as TensorFlow's DebugString does: one line, and
 // no control characters (or terminal escapes) from the data.
 TEST(TensorTest, StringsPrintEscaped) {
@@ -182,4 +162,5 @@ TEST(TensorTest, StringsPrintEscaped) {
   EXPECT_EQ(t.SummarizeValue(3), "\"a\\nb\" \"c\\000d\" \"\\033[31m\\\"q\\\"\"");
 }
 
+}  // namespace
 }  // namespace graphrun
