@@ -101,7 +101,10 @@ class Lowering {
             absl::StrCat("function '", name, "': defined twice in the library"));
       }
     }
-    for (const NodeDef& n : def_.node()) used_.insert(n.name());
+    for (const NodeDef& n : def_.node()) {
+      used_.insert(n.name());
+      top_nodes_[n.name()] = &n;
+    }
     *out_.graph_def.mutable_versions() = def_.versions();
 
     Scope top;
@@ -484,7 +487,16 @@ class Lowering {
     // types, as TensorFlow's inliner puts an Identity per input: a tensor
     // of another type is then an edge type error naming the call.
     std::vector<std::string> args = data;
-    if (!data.empty()) {
+    // (Not needed when every input is a top-level _Arg of its type: a call
+    // frame's body instantiated at run time.)
+    bool typed = parent.fn == nullptr;
+    for (size_t i = 0; typed && i < data.size(); ++i) {
+      auto it = top_nodes_.find(data[i]);
+      DataType t = DT_INVALID;
+      typed = it != top_nodes_.end() && it->second->op() == "_Arg" &&
+              GetAttr(*it->second, "T", &t).ok() && t == in_types[i];
+    }
+    if (!data.empty() && !typed) {
       NodeDef in = Make(Unique(n.name() + "/args"), "IdentityN", data, n.device());
       (*in.mutable_attr())["T"] = MakeAttr(absl::MakeConstSpan(in_types));
       for (size_t i = 0; i < data.size(); ++i) args[i] = absl::StrCat(in.name(), ":", i);
@@ -809,6 +821,8 @@ class Lowering {
   // Whether a function's body names a task (StaysCallFrame), per function.
   absl::flat_hash_map<const FunctionDef*, bool> names_task_;
   absl::flat_hash_set<std::string> used_;
+  // The graph's own nodes by name.
+  absl::flat_hash_map<std::string, const NodeDef*> top_nodes_;
   LoweredGraph out_;
   DataTypeVector out_unused_;
   bool keep_library_ = false;
