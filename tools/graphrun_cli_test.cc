@@ -385,9 +385,9 @@ TEST(GraphrunCliTest, MalformedGraphFileIsOneLine) {
                   "\"tensorflow.NodeDef\" has no field named \"nme\".) or binary\n");
   const std::string garbage = TempPath("garbage.pb");
   std::ofstream(garbage) << std::string("\x0a\xff\xff\xff\xff\x0f{{{", 9);
-  ExpectError({"run", garbage, "--fetch", "x"}, 1,
-              "InvalidArgument: '" + garbage +
-                  "': could not parse GraphDef as binary or text protobuf\n");
+  ExpectError(
+      {"run", garbage, "--fetch", "x"}, 1,
+      "InvalidArgument: '" + garbage + "': could not parse GraphDef as binary or text protobuf\n");
   const std::string dir = TempPath("graph_dir.pbtxt");
   std::filesystem::create_directories(dir);
   ExpectError({"run", dir, "--fetch", "x"}, 1,
