@@ -22,6 +22,8 @@ absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& pat
     case EPERM:
     case EROFS:
       return absl::PermissionDeniedError(msg);
+    case EISDIR:  // a directory where a file belongs: the caller's to fix
+      return absl::FailedPreconditionError(msg);
     default:
       return absl::InternalError(msg);
   }

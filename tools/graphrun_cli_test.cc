@@ -392,6 +392,12 @@ TEST(GraphrunCliTest, MalformedGraphFileIsOneLine) {
   std::filesystem::create_directories(dir);
   ExpectError({"run", dir, "--fetch", "x"}, 1,
               "InvalidArgument: '" + dir + "' is a directory, not a GraphDef\n");
+  // A directory where a feed file or the trace file belongs.
+  ExpectError({"run", Example("affine.pbtxt"), "--feed", "x=@" + dir, "--fetch", "y"}, 1,
+              "FailedPrecondition: feed 'x:0': " + dir + ": cannot read: Is a directory\n");
+  ExpectError(
+      {"run", Example("affine.pbtxt"), "--feed", "x=[[1,1,1]]", "--fetch", "y", "--trace", dir}, 1,
+      "FailedPrecondition: " + dir + ": cannot open for writing: Is a directory\n");
 }
 
 TEST(GraphrunCliTest, UnfedPlaceholder) {
