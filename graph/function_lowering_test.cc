@@ -123,31 +123,29 @@ library { function {
 }
 
 TEST(FunctionLoweringTest, TypeMismatchInABodyNamesTheFunction) {
-  absl::Status s = Canonicalize(R"(
-node { name: "x" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
-       attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+  // x of `x_type` into neg(x: float), whose Neg computes in `neg_type`.
+  auto neg = [](const std::string& x_type, const std::string& value, const std::string& neg_type) {
+    return Canonicalize(absl::StrCat(R"(
+node { name: "x" op: "Const" attr { key: "dtype" value { type: )",
+                                     x_type, R"( } }
+       attr { key: "value" value { tensor { dtype: )",
+                                     x_type, " tensor_shape {} ", value, R"( } } } }
 node { name: "c" op: "neg" input: "x" }
 library { function {
   signature { name: "neg" input_arg { name: "x" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
-  node_def { name: "n" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+  node_def { name: "n" op: "Neg" input: "x" attr { key: "T" value { type: )",
+                                     neg_type, R"( } } }
   ret { key: "y" value: "n:y:0" }
 } }
-)");
+)"));
+  };
   // At the call's arguments, as TensorFlow checks a call's inputs.
+  absl::Status s = neg("DT_INT32", "int_val: 1", "DT_FLOAT");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("the arguments of node 'c', a call of function 'neg'"));
   EXPECT_THAT(s.message(), HasSubstr("expects float but 'x' is int32"));
   // Inside the body.
-  s = Canonicalize(R"(
-node { name: "x" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
-node { name: "c" op: "neg" input: "x" }
-library { function {
-  signature { name: "neg" input_arg { name: "x" type: DT_FLOAT } output_arg { name: "y" type: DT_FLOAT } }
-  node_def { name: "n" op: "Neg" input: "x" attr { key: "T" value { type: DT_INT32 } } }
-  ret { key: "y" value: "n:y:0" }
-} }
-)");
+  s = neg("DT_FLOAT", "float_val: 1", "DT_INT32");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("node 'c/n' of function 'neg' (called by 'c')"));
   EXPECT_THAT(s.message(), HasSubstr("expects int32 but 'c/args:0' is float"));

@@ -181,8 +181,9 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& config, std::
     const std::vector<std::string> gpus = HostGpus();
     GR_ASSIGN_OR_RETURN(gpu_split, SplitGpus(gpus, c.workers, c.replicas_per_worker));
     if (!gpu_split.empty()) {
-      c.replicas_per_worker = static_cast<int>(gpus.size()) / c.workers;
-      if (config.replicas_per_worker > 0) c.replicas_per_worker = config.replicas_per_worker;
+      if (c.replicas_per_worker <= 0) {
+        c.replicas_per_worker = static_cast<int>(gpus.size()) / c.workers;
+      }
       // The chief is this process: its CUDA starts with its server.
       ::setenv("CUDA_VISIBLE_DEVICES", gpu_split[0].c_str(), 1);
     }

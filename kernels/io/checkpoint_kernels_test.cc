@@ -7,15 +7,14 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/io/checkpoint_util.h"
+#include "kernels/io/tf_format_testlib.h"
 #include "kernels/kernel_test_util.h"
 
 namespace graphrun {
@@ -24,6 +23,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
+// Test-side file access and table decoding.
+using tf_format::ReadAll;
+using tf_format::Varint;
+using tf_format::WriteAll;
 
 #define ASSERT_OK(expr)         \
   do {                          \
@@ -55,13 +58,6 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> ListDir(const std::string& dir) {
   std::vector<std::string> names;
   DIR* d = ::opendir(dir.c_str());
@@ -69,11 +65,6 @@ std::vector<std::string> ListDir(const std::string& dir) {
   while (struct dirent* e = ::readdir(d)) names.push_back(e->d_name);
   ::closedir(d);
   return names;
-}
-
-void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
 }
 
 Tensor Strings(std::vector<std::string> v) { return Tensor::FromVector<std::string>(v); }
@@ -412,17 +403,6 @@ TEST(CheckpointTest, CorruptFilesAreDataLossNeverCrash) {
   ExpectStatus(restore_all(), absl::StatusCode::kDataLoss, data_file);
   WriteAll(data_file, data);
   ASSERT_OK(restore_all());
-}
-
-// Reads a varint64 at `*pos` of `s` (test-side decoding of the table).
-uint64_t Varint(const std::string& s, size_t* pos) {
-  uint64_t v = 0;
-  for (int shift = 0; *pos < s.size(); shift += 7) {
-    uint8_t b = static_cast<uint8_t>(s[(*pos)++]);
-    v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if (!(b & 0x80)) break;
-  }
-  return v;
 }
 
 // An adversary who fixes up the checksum: random mutations of the index's

@@ -53,6 +53,16 @@ absl::StatusOr<Tensor> RestoreV1(const std::string& pattern, const std::string& 
   return out.at(0);
 }
 
+// RestoreV2 of whole tensors `names` of `dtypes` from `prefix`.
+absl::StatusOr<std::vector<Tensor>> RestoreV2Whole(const std::string& prefix,
+                                                   const std::vector<std::string>& names,
+                                                   const DataTypeVector& dtypes) {
+  OpTester t("RestoreV2", "restore_v2");
+  t.Attr("dtypes", MakeAttr(absl::Span<const DataType>(dtypes.data(), dtypes.size())));
+  t.Input(Str(prefix)).Input(Strs(names)).Input(Strs(std::vector<std::string>(names.size())));
+  return t.Run();
+}
+
 Tensor Shaped(const Tensor& t, const TensorShape& shape) {
   auto r = t.Reshaped(shape);
   EXPECT_TRUE(r.ok()) << r.status();
@@ -88,11 +98,7 @@ TEST(CheckpointV1OpsTest, SaveAndRestoreEveryDtype) {
     EXPECT_EQ(TensorDiff(values[i], *t), "") << names[i];
   }
   // RestoreV2 on the same file, as TensorFlow's falls back to V1.
-  OpTester v2("RestoreV2", "restore_v2");
-  const DataTypeVector two = {DT_FLOAT, DT_STRING};
-  v2.Attr("dtypes", MakeAttr(absl::Span<const DataType>(two.data(), two.size())));
-  v2.Input(Str(file)).Input(Strs({"f", "s"})).Input(Strs({"", ""}));
-  auto out = v2.Run();
+  auto out = RestoreV2Whole(file, {"f", "s"}, {DT_FLOAT, DT_STRING});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(TensorDiff(values[0], (*out)[0]), "");
   EXPECT_EQ(TensorDiff(values[7], (*out)[1]), "");
@@ -142,11 +148,7 @@ TEST(CheckpointV1OpsTest, ShardedSaveRestoresThroughItsFilespec) {
   auto step = RestoreV1(spec, "global_step", DT_INT64);
   ASSERT_TRUE(step.ok()) << step.status();
   EXPECT_EQ(step->DebugString(), "Tensor<int64, []: 500>");
-  OpTester v2("RestoreV2", "restore_v2");
-  const DataTypeVector dt = {DT_INT64, DT_FLOAT};
-  v2.Attr("dtypes", MakeAttr(absl::Span<const DataType>(dt.data(), dt.size())));
-  v2.Input(Str(spec)).Input(Strs({"global_step", "w"})).Input(Strs({"", ""}));
-  auto out = v2.Run();
+  auto out = RestoreV2Whole(spec, {"global_step", "w"}, {DT_INT64, DT_FLOAT});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].DebugString(), "Tensor<int64, []: 500>");
   // The prefix itself names the same shards.
@@ -154,8 +156,10 @@ TEST(CheckpointV1OpsTest, ShardedSaveRestoresThroughItsFilespec) {
   ASSERT_TRUE(by_prefix.ok()) << by_prefix.status();
 }
 
-// Restores see a file saved again at the same name (the shared readers
-// notice the new file), not the values first read.
+// Saving again at the same name replaces the file, and the next Restore
+// reads the new values. (Readers are shared only within an executor's step,
+// CheckpointSessionTest.V1RestoresOfAStepShareOneReader; OpTester runs
+// have no step to share them in.)
 TEST(CheckpointV1OpsTest, RestoreSeesAFileSavedAgain) {
   const std::string file = TempDir("v1_ops_again") + "/model.ckpt";
   ASSERT_TRUE(SaveV1(file, {"v"}, {Tensor::FromVector<float>({1, 2})}).ok());
