@@ -122,37 +122,47 @@ absl::StatusOr<int64_t> ParseMemorySize(absl::string_view text, absl::string_vie
 
 namespace memory_internal {
 
-absl::Status Reserve(int64_t bytes, bool checked, absl::string_view what) {
-  if (checked) {
-    const MemoryLimits m = GetMemoryLimits();
-    if (bytes > m.max_allocation_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cannot allocate ", what, ": ", bytes, " bytes (", HumanBytes(bytes),
-                       ") is over the per-allocation cap of ", HumanBytes(m.max_allocation_bytes),
-                       " (--max_allocation_bytes)"));
-    }
-    int64_t now = g_in_use.load(std::memory_order_relaxed);
-    while (true) {
-      if (now + bytes > m.limit_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "cannot allocate ", what, ": ", bytes, " bytes (", HumanBytes(bytes),
-            ") more would take this process's tensors to ", HumanBytes(now + bytes),
-            ", over its memory limit of ", HumanBytes(m.limit_bytes), " (--memory_limit)"));
-      }
-      if (g_in_use.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed)) break;
-    }
-    now += bytes;
-    if (bytes > 0) g_tensors.fetch_add(1, std::memory_order_relaxed);
-    int64_t peak = g_peak.load(std::memory_order_relaxed);
-    while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-    }
-    return absl::OkStatus();
-  }
-  const int64_t now = g_in_use.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  if (bytes > 0) g_tensors.fetch_add(1, std::memory_order_relaxed);
+namespace {
+
+void NotePeak(int64_t now) {
   int64_t peak = g_peak.load(std::memory_order_relaxed);
   while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
+}
+
+// Counts `bytes` in unless that passes a limit.
+absl::Status ReserveChecked(int64_t bytes, absl::string_view what) {
+  const MemoryLimits m = GetMemoryLimits();
+  if (bytes > m.max_allocation_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", what, ": ", bytes, " bytes (", HumanBytes(bytes),
+                     ") is over the per-allocation cap of ", HumanBytes(m.max_allocation_bytes),
+                     " (--max_allocation_bytes)"));
+  }
+  int64_t now = g_in_use.load(std::memory_order_relaxed);
+  while (true) {
+    if (now + bytes > m.limit_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot allocate ", what, ": ", bytes, " bytes (", HumanBytes(bytes),
+          ") more would take this process's tensors to ", HumanBytes(now + bytes),
+          ", over its memory limit of ", HumanBytes(m.limit_bytes), " (--memory_limit)"));
+    }
+    if (g_in_use.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed)) break;
+  }
+  NotePeak(now + bytes);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Reserve(int64_t bytes, bool checked, absl::string_view what) {
+  if (checked) {
+    absl::Status s = ReserveChecked(bytes, what);
+    if (!s.ok()) return s;
+  } else {
+    NotePeak(g_in_use.fetch_add(bytes, std::memory_order_relaxed) + bytes);
+  }
+  if (bytes > 0) g_tensors.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
@@ -160,6 +170,12 @@ void Release(int64_t bytes) {
   g_in_use.fetch_sub(bytes, std::memory_order_relaxed);
   if (bytes > 0) g_tensors.fetch_sub(1, std::memory_order_relaxed);
 }
+
+absl::Status ReserveMore(int64_t bytes, absl::string_view what) {
+  return ReserveChecked(bytes, what);
+}
+
+void ReleaseMore(int64_t bytes) { g_in_use.fetch_sub(bytes, std::memory_order_relaxed); }
 
 }  // namespace memory_internal
 }  // namespace graphrun

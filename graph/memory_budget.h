@@ -50,6 +50,10 @@ namespace memory_internal {
 // and a limit would be passed, in which case nothing is counted.
 absl::Status Reserve(int64_t bytes, bool checked, absl::string_view what);
 void Release(int64_t bytes);
+// The same for memory a tensor holds beyond its buffer (string contents):
+// bytes only, not a tensor. Always checked.
+absl::Status ReserveMore(int64_t bytes, absl::string_view what);
+void ReleaseMore(int64_t bytes);
 }  // namespace memory_internal
 
 }  // namespace graphrun

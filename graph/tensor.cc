@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -178,6 +179,8 @@ TensorBuffer::~TensorBuffer() {
     return;
   }
   if (accounted_ > 0) memory_internal::Release(accounted_);
+  const int64_t contents = contents_.load(std::memory_order_relaxed);
+  if (contents > 0) memory_internal::ReleaseMore(contents);
   if (data_ == nullptr) return;  // a refused allocation
   if (cached_bytes_ > 0 && TheBufferCache().Give(data_, cached_bytes_)) return;
   ForNonPod(dtype_, [&](auto* tag) {
@@ -186,6 +189,35 @@ TensorBuffer::~TensorBuffer() {
     for (int64_t i = 0; i < n_; ++i) p[i].~T();
   });
   std::free(data_);
+}
+
+absl::Status TensorBuffer::ChargeContents(int64_t delta, absl::string_view what) {
+  if (!contents_charged_.exchange(true, std::memory_order_relaxed) && dtype_ == DT_STRING &&
+      data_ != nullptr && !release_) {
+    // The first charge counts what the strings hold already.
+    delta += StringContentsBytes(reinterpret_cast<const std::string*>(data_), n_);
+  }
+  if (delta > 0) {
+    GR_RETURN_IF_ERROR(memory_internal::ReserveMore(delta, what));
+    contents_.fetch_add(delta, std::memory_order_relaxed);
+  } else if (delta < 0) {
+    int64_t now = contents_.load(std::memory_order_relaxed);
+    int64_t take;
+    do {
+      take = std::min(now, -delta);
+    } while (!contents_.compare_exchange_weak(now, now - take, std::memory_order_relaxed));
+    if (take > 0) memory_internal::ReleaseMore(take);
+  }
+  return absl::OkStatus();
+}
+
+int64_t StringContentsBytes(const std::string* s, int64_t n) {
+  constexpr size_t kInline = 15;
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (s[i].size() > kInline) bytes += static_cast<int64_t>(s[i].size());
+  }
+  return bytes;
 }
 
 Tensor::Tensor(DataType dtype, const TensorShape& shape) : dtype_(dtype), shape_(shape) {

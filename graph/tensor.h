@@ -10,6 +10,7 @@
 #ifndef GRAPHRUN_GRAPH_TENSOR_H_
 #define GRAPHRUN_GRAPH_TENSOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -64,6 +65,20 @@ class TensorBuffer {
   size_t bytes() const { return bytes_; }
   const DeviceMemorySpace* memory_space() const { return space_; }
 
+  // String contents: the bytes string elements hold on the heap beyond
+  // the buffer, counted in the memory budget while the buffer lives.
+  // Data-movement kernels charge what they copy in before they copy it
+  // (kernels/framework/array_util.h); the executor charges what other
+  // kernels wrote into their string outputs after they ran. Adds `delta`
+  // (negative: contents overwritten by smaller ones; the charge never goes
+  // below 0); the first charge adds what the strings held already.
+  // ResourceExhausted naming `what` when a limit would be passed; nothing
+  // is counted then.
+  absl::Status ChargeContents(int64_t delta, absl::string_view what);
+  // Whether contents were ever charged (even 0 bytes).
+  bool contents_charged() const { return contents_charged_.load(std::memory_order_relaxed); }
+  int64_t contents_bytes() const { return contents_.load(std::memory_order_relaxed); }
+
  private:
   DataType dtype_ = DT_INVALID;
   int64_t n_ = 0;
@@ -74,6 +89,8 @@ class TensorBuffer {
   size_t cached_bytes_ = 0;
   // Counted in the memory budget.
   int64_t accounted_ = 0;
+  std::atomic<int64_t> contents_{0};
+  std::atomic<bool> contents_charged_{false};
 
   struct Unallocated {};
   TensorBuffer(DataType dtype, int64_t n, Unallocated) : dtype_(dtype), n_(n) {}
@@ -81,6 +98,10 @@ class TensorBuffer {
   std::function<void()> release_;
   const DeviceMemorySpace* space_ = nullptr;
 };
+
+// Heap bytes of `n` strings: the sizes of those too long to live inside
+// the std::string itself (libstdc++ keeps up to 15 characters inline).
+int64_t StringContentsBytes(const std::string* s, int64_t n);
 
 class Tensor {
  public:

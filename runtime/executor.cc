@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/framework/denormal.h"
 #include "kernels/framework/variable.h"
@@ -18,12 +19,43 @@
 namespace graphrun {
 namespace {
 
+// A kernel's error that does not say which node it is from (the memory
+// budget's refusals inside shared helpers) gets the node's name.
+absl::Status NameNode(const OpKernel& kernel, absl::Status s) {
+  if (s.ok() || s.code() != absl::StatusCode::kResourceExhausted ||
+      absl::StartsWith(s.message(), "node '")) {
+    return s;
+  }
+  return absl::Status(s.code(), absl::StrCat("node '", kernel.name(), "' (op ",
+                                             kernel.type_string(), "): ", s.message()));
+}
+
+// Charges the string contents of a kernel's string outputs that nothing
+// charged yet (TensorBuffer::ChargeContents): what kernels wrote into
+// strings themselves (restores, parsed examples, received tensors, joined
+// strings). Copies charged theirs before copying (array_util).
+absl::Status ChargeStringOutputs(const OpKernel& kernel, const std::vector<TensorValue>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i].tensor;
+    if (t.dtype() != DT_STRING || t.buffer() == nullptr) continue;
+    TensorBuffer* b = t.buffer().get();
+    if (b->contents_charged() || b->memory_space() != nullptr) continue;
+    // The first charge counts what the buffer's strings hold.
+    GR_RETURN_IF_ERROR(
+        NameNode(kernel, b->ChargeContents(0, absl::StrCat("the string contents of output ", i,
+                                                           " (", t.shape().DebugString(), ")"))));
+  }
+  return absl::OkStatus();
+}
+
 // A kernel's Compute; an exception it throws (an allocation that did not
 // go through the memory budget, a library's throw) becomes the step's
 // error naming the node, never a crash of the pool thread.
 absl::Status ComputeGuarded(OpKernel* kernel, OpKernelContext* ctx) {
   try {
-    return kernel->Compute(ctx);
+    absl::Status s = NameNode(*kernel, kernel->Compute(ctx));
+    if (!s.ok()) return s;
+    return ChargeStringOutputs(*kernel, *ctx->mutable_outputs());
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat("node '", kernel->name(), "' (op ",
                                                      kernel->type_string(),
@@ -270,6 +302,9 @@ class ExecutorState {
       st->params->inputs = st->inputs.data();
       st->ctx = std::make_unique<OpKernelContext>(st->params.get());
       item.kernel->AsAsync()->ComputeAsync(st->ctx.get(), [this, st, tn, stats](absl::Status s) {
+        const OpKernel& kernel = *st->params->op_kernel;
+        s = NameNode(kernel, std::move(s));
+        if (s.ok()) s = ChargeStringOutputs(kernel, *st->ctx->mutable_outputs());
         OutputList outputs = std::move(*st->ctx->mutable_outputs());
         if (stats) FinishStats(stats, impl_->items[tn.id], st->inputs.data(), outputs);
         delete st;

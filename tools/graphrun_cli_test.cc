@@ -468,6 +468,29 @@ node { name: "f" op: "Fill" input: "dims" input: "v" attr { key: "T" value { typ
   EXPECT_THAT(bad.err, StartsWith("InvalidArgument: --memory_limit=lots: expected bytes"));
 }
 
+// Strings' contents count too: a 100 kB string filled into 1000 elements
+// is refused before it is copied (it was 100 MB under a 64 MB limit).
+TEST(GraphrunCliTest, HugeStringContentsAreResourceExhausted) {
+  const std::string fill = TempPath("fill_string.pbtxt");
+  ASSERT_TRUE(WriteStringToFile(fill, absl::StrCat(R"(
+node { name: "dims" op: "Placeholder" attr { key: "dtype" value { type: DT_INT64 } } }
+node { name: "s" op: "Const" attr { key: "dtype" value { type: DT_STRING } }
+  attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { } string_val: ")",
+                                                   std::string(100000, 'a'), R"(" } } } }
+node { name: "f" op: "Fill" input: "dims" input: "s" attr { key: "T" value { type: DT_STRING } }
+  attr { key: "index_type" value { type: DT_INT64 } } })"))
+                  .ok());
+  Result r =
+      Graphrun({"run", fill, "--target_node", "f", "--feed", "dims=[1000]", "--memory_limit=64M"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "ResourceExhausted: node 'f' (op Fill): cannot allocate the string contents filled "
+            "into a [1000] string tensor: 100000000 bytes (95.4 MiB) is over the per-allocation "
+            "cap of 32.0 MiB (--max_allocation_bytes)\n");
+  r = Graphrun({"run", fill, "--target_node", "f", "--feed", "dims=[200]", "--memory_limit=64M"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(GraphrunCliTest, UnreachableGrpcTargetIsUnavailable) {
   // grpc:// targets go to a master (docs/distributed.md); nothing listens here.
   Result r = Graphrun({"run", Example("affine.pbtxt"), "--fetch", "y", "--feed", "x=[[1,1,1]]",

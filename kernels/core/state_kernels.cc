@@ -76,7 +76,7 @@ absl::Status CombineElements(const Tensor& dst, int64_t dst_off, const Tensor& s
       return absl::OkStatus();
     default:
       if (kind == UpdateKind::kAssign) {
-        array_util::CopyElements(src, src_off, dst, dst_off, n);
+        GR_RETURN_IF_ERROR(array_util::CopyElements(src, src_off, dst, dst_off, n));
         return absl::OkStatus();
       }
       return absl::UnimplementedError(absl::StrCat("arithmetic on ", DataTypeString(dst.dtype())));
@@ -518,8 +518,8 @@ class ResourceGatherOp : public OpKernel {
     }
     GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, s));
     for (size_t i = 0; i < indices.size(); ++i) {
-      array_util::CopyElements(*params, indices[i] * inner, *out, static_cast<int64_t>(i) * inner,
-                               inner);
+      GR_RETURN_IF_ERROR(array_util::CopyElements(*params, indices[i] * inner, *out,
+                                                  static_cast<int64_t>(i) * inner, inner));
     }
     return absl::OkStatus();
   }

@@ -148,7 +148,7 @@ absl::StatusOr<Tensor> Stack(const std::vector<std::vector<Tensor>>& elems, size
                        ": the first element had shape ", first.shape().DebugString(),
                        " and element ", i, " had shape ", t.shape().DebugString()));
     }
-    array_util::CopyElements(t, 0, out, static_cast<int64_t>(i) * n, n);
+    GR_RETURN_IF_ERROR(array_util::CopyElements(t, 0, out, static_cast<int64_t>(i) * n, n));
   }
   return out;
 }

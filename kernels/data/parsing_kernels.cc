@@ -28,6 +28,7 @@
 #include "graph/proto/example.pb.h"
 #include "graph/status.h"
 #include "kernels/data/register.h"
+#include "kernels/framework/array_util.h"
 
 namespace graphrun {
 namespace {
@@ -50,8 +51,9 @@ std::pair<int64_t, DataType> Describe(const tensorflow::Feature& f) {
   }
 }
 
-// Copies the values of `f` (of dtype `t`) to elements [at, at + n) of `out`.
-void CopyValues(const tensorflow::Feature& f, DataType t, Tensor* out, int64_t at) {
+// Copies the values of `f` (of dtype `t`) to elements [at, at + n) of `out`
+// (strings' contents charged to the memory budget first).
+absl::Status CopyValues(const tensorflow::Feature& f, DataType t, Tensor* out, int64_t at) {
   switch (t) {
     case DT_FLOAT:
       for (int i = 0; i < f.float_list().value_size(); ++i) {
@@ -63,15 +65,24 @@ void CopyValues(const tensorflow::Feature& f, DataType t, Tensor* out, int64_t a
         out->base<int64_t>()[at + i] = f.int64_list().value(i);
       }
       break;
-    default:
-      for (int i = 0; i < f.bytes_list().value_size(); ++i) {
-        out->base<std::string>()[at + i] = f.bytes_list().value(i);
+    default: {
+      const auto& v = f.bytes_list().value();
+      int64_t delta = 0;
+      for (int i = 0; i < v.size(); ++i) {
+        delta += StringContentsBytes(&v.Get(i), 1) -
+                 StringContentsBytes(out->base<std::string>() + at + i, 1);
       }
+      GR_RETURN_IF_ERROR(out->buffer()->ChargeContents(
+          delta,
+          absl::StrCat("the string values parsed into a ", out->shape().DebugString(), " tensor")));
+      for (int i = 0; i < v.size(); ++i) out->base<std::string>()[at + i] = v.Get(i);
       break;
+    }
   }
+  return absl::OkStatus();
 }
 
-void CopyDefault(const Tensor& def, int64_t n, Tensor* out, int64_t at) {
+absl::Status CopyDefault(const Tensor& def, int64_t n, Tensor* out, int64_t at) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t src = def.NumElements() == 1 ? 0 : i;
     switch (def.dtype()) {
@@ -81,11 +92,12 @@ void CopyDefault(const Tensor& def, int64_t n, Tensor* out, int64_t at) {
       case DT_INT64:
         out->base<int64_t>()[at + i] = def.base<int64_t>()[src];
         break;
-      default:
-        out->base<std::string>()[at + i] = def.base<std::string>()[src];
+      default:  // strings: their contents charged to the memory budget
+        GR_RETURN_IF_ERROR(array_util::CopyElements(def, src, *out, at + i, 1));
         break;
     }
   }
+  return absl::OkStatus();
 }
 
 class ParseExampleOp : public OpKernel {
@@ -189,7 +201,7 @@ class ParseExampleOp : public OpKernel {
         if (f == nullptr) continue;
         const int64_t n = Describe(*f).first;
         if (n == 0) continue;
-        CopyValues(*f, sparse_types_[i], &values[i], at);
+        GR_RETURN_IF_ERROR(CopyValues(*f, sparse_types_[i], &values[i], at));
         for (int64_t k = 0; k < n; ++k) {
           int64_t* row = indices[i].base<int64_t>() + (at + k) * rank;
           if (!scalar) *row++ = b;
@@ -230,7 +242,7 @@ class ParseExampleOp : public OpKernel {
                 b, dense_keys[j],
                 absl::StrCat("required (data type ", TypeName(dense_types_[j]), ") but not found"));
           }
-          CopyDefault(def, per, &dense[j], b * per);
+          GR_RETURN_IF_ERROR(CopyDefault(def, per, &dense[j], b * per));
           continue;
         }
         if (t != dense_types_[j]) {
@@ -243,7 +255,7 @@ class ParseExampleOp : public OpKernel {
               b, dense_keys[j],
               absl::StrCat(n, " values but the shape ", row.DebugString(), " needs ", per));
         }
-        CopyValues(*f, t, &dense[j], b * per);
+        GR_RETURN_IF_ERROR(CopyValues(*f, t, &dense[j], b * per));
       }
     }
 
@@ -272,7 +284,8 @@ class ParseExampleOp : public OpKernel {
       ragged_values[k] = Tensor(ragged_types_[k], TensorShape({splits.back()}));
       for (int64_t b = 0; b < batch; ++b) {
         if (splits[b + 1] == splits[b]) continue;
-        CopyValues(*find(b, ragged_keys[k]), ragged_types_[k], &ragged_values[k], splits[b]);
+        GR_RETURN_IF_ERROR(
+            CopyValues(*find(b, ragged_keys[k]), ragged_types_[k], &ragged_values[k], splits[b]));
       }
       const int64_t num_splits = scalar ? 0 : batch + 1;
       ragged_splits[k] = Tensor(ragged_split_types_[k], TensorShape({num_splits}));
@@ -357,8 +370,10 @@ class ParseExampleOp : public OpKernel {
     const int64_t per = longest * stride;
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t filled = rows[b] * stride;
-      if (filled > 0) CopyValues(*find(b, key), dtype, &out, b * per);
-      CopyDefault(pad, per - filled, &out, b * per + filled);
+      if (filled > 0) {
+        GR_RETURN_IF_ERROR(CopyValues(*find(b, key), dtype, &out, b * per));
+      }
+      GR_RETURN_IF_ERROR(CopyDefault(pad, per - filled, &out, b * per + filled));
     }
     return out;
   }

@@ -171,7 +171,7 @@ class FIFOQueue : public BlockingResource {
       Tensor out(types_[c], out_shape);
       const int64_t row = elem.num_elements();
       for (int64_t k = 0; k < n; ++k) {
-        array_util::CopyElements(items_[k][c], 0, out, k * row, row);
+        GR_RETURN_IF_ERROR(array_util::CopyElements(items_[k][c], 0, out, k * row, row));
       }
       ctx->set_output(static_cast<int>(c), std::move(out));
     }
@@ -290,7 +290,7 @@ class EnqueueOp : public AsyncOpKernel {
       const int64_t elems = row.num_elements();
       for (int64_t k = 0; k < n; ++k) {
         Tensor t(c.dtype(), row);
-        array_util::CopyElements(c, k * elems, t, 0, elems);
+        GR_RETURN_IF_ERROR(array_util::CopyElements(c, k * elems, t, 0, elems));
         tuples[k].push_back(std::move(t));
       }
     }

@@ -1,8 +1,10 @@
 // Out-of-line parts of array_util.h.
 #include "kernels/framework/array_util.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,18 +14,72 @@
 namespace graphrun {
 namespace array_util {
 
-void FillWith(const Tensor& value, const Tensor& out) {
+namespace array_util_internal {
+
+absl::Status ChargeStringCopy(const Tensor& dst, const std::string* src, const std::string* d,
+                              int64_t n) {
+  TensorBuffer* b = dst.buffer().get();
+  if (b == nullptr) return absl::OkStatus();
+  const int64_t delta = StringContentsBytes(src, n) - StringContentsBytes(d, n);
+  if (delta == 0 && b->contents_charged()) return absl::OkStatus();
+  return b->ChargeContents(delta, absl::StrCat("the string contents copied into a ",
+                                               dst.shape().DebugString(), " string tensor"));
+}
+
+}  // namespace array_util_internal
+
+absl::Status CopyRows(const Tensor& src, int64_t src_off, int64_t src_stride, const Tensor& dst,
+                      int64_t dst_off, int64_t dst_stride, int64_t rows, int64_t row_elems) {
+  if (src.dtype() == DT_STRING && dst.buffer() != nullptr && rows > 0 && row_elems > 0) {
+    // One charge for every row, then the copies charge nothing more.
+    const std::string* s = src.base<std::string>();
+    const std::string* d = dst.base<std::string>();
+    int64_t delta = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      delta += StringContentsBytes(s + src_off + r * src_stride, row_elems) -
+               StringContentsBytes(d + dst_off + r * dst_stride, row_elems);
+    }
+    GR_RETURN_IF_ERROR(dst.buffer()->ChargeContents(
+        delta, absl::StrCat("the string contents copied into a ", dst.shape().DebugString(),
+                            " string tensor")));
+    std::string* out = dst.base<std::string>();
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy(s + src_off + r * src_stride, s + src_off + r * src_stride + row_elems,
+                out + dst_off + r * dst_stride);
+    }
+    return absl::OkStatus();
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    GR_RETURN_IF_ERROR(
+        CopyElements(src, src_off + r * src_stride, dst, dst_off + r * dst_stride, row_elems));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillWith(const Tensor& value, const Tensor& out) {
   const int64_t n = out.NumElements();
   switch (out.dtype()) {
     case DT_STRING: {
       const std::string& v = value.scalar<std::string>();
-      for (auto& s : out.flat<std::string>()) s = v;
-      return;
+      auto flat = out.flat<std::string>();
+      if (out.buffer() != nullptr) {
+        const int64_t each = StringContentsBytes(&v, 1);
+        const int64_t old = StringContentsBytes(flat.data(), n);
+        // Saturated: over any limit anyway.
+        const int64_t total = each > 0 && n > std::numeric_limits<int64_t>::max() / each
+                                  ? std::numeric_limits<int64_t>::max()
+                                  : n * each;
+        GR_RETURN_IF_ERROR(out.buffer()->ChargeContents(
+            total - old, absl::StrCat("the string contents filled into a ",
+                                      out.shape().DebugString(), " string tensor")));
+      }
+      for (auto& s : flat) s = v;
+      return absl::OkStatus();
     }
     case DT_RESOURCE: {
       const ResourceHandle& v = value.scalar<ResourceHandle>();
       for (auto& s : out.flat<ResourceHandle>()) s = v;
-      return;
+      return absl::OkStatus();
     }
     default:
       break;
@@ -54,6 +110,7 @@ void FillWith(const Tensor& value, const Tensor& out) {
     default:
       break;
   }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<int64_t>> IntValues(const OpKernel& k, const Tensor& t,

@@ -29,15 +29,26 @@ inline std::vector<DataType> AllTypesAndResource() {
   return t;
 }
 
+namespace array_util_internal {
+// Charges the string contents of src[0, n) copied over dst[0, n) to
+// `dst`'s buffer (TensorBuffer::ChargeContents).
+absl::Status ChargeStringCopy(const Tensor& dst, const std::string* src, const std::string* d,
+                              int64_t n);
+}  // namespace array_util_internal
+
 // Copies `n` elements from src[src_off] to dst[dst_off] (element offsets).
-// REQUIRES: same dtype, ranges in bounds.
-inline void CopyElements(const Tensor& src, int64_t src_off, const Tensor& dst, int64_t dst_off,
-                         int64_t n) {
-  if (n <= 0) return;
+// Strings' contents are charged to the memory budget first:
+// ResourceExhausted (nothing copied) when they do not fit; the executor
+// names the node. REQUIRES: same dtype, ranges in bounds.
+inline absl::Status CopyElements(const Tensor& src, int64_t src_off, const Tensor& dst,
+                                 int64_t dst_off, int64_t n) {
+  if (n <= 0) return absl::OkStatus();
   DataType dt = src.dtype();
   if (dt == DT_STRING) {
     const std::string* s = src.base<std::string>() + src_off;
     std::string* d = dst.base<std::string>() + dst_off;
+    absl::Status charged = array_util_internal::ChargeStringCopy(dst, s, d, n);
+    if (!charged.ok()) return charged;
     for (int64_t i = 0; i < n; ++i) d[i] = s[i];
   } else if (dt == DT_RESOURCE) {
     const ResourceHandle* s = src.base<ResourceHandle>() + src_off;
@@ -48,20 +59,18 @@ inline void CopyElements(const Tensor& src, int64_t src_off, const Tensor& dst, 
     std::memcpy(dst.raw_data() + dst_off * sz, src.raw_data() + src_off * sz,
                 static_cast<size_t>(n * sz));
   }
+  return absl::OkStatus();
 }
 
 // Copies `rows` blocks of `row_elems` elements; block r is read from
 // src_off + r * src_stride and written to dst_off + r * dst_stride.
-inline void CopyRows(const Tensor& src, int64_t src_off, int64_t src_stride, const Tensor& dst,
-                     int64_t dst_off, int64_t dst_stride, int64_t rows, int64_t row_elems) {
-  for (int64_t r = 0; r < rows; ++r) {
-    CopyElements(src, src_off + r * src_stride, dst, dst_off + r * dst_stride, row_elems);
-  }
-}
+absl::Status CopyRows(const Tensor& src, int64_t src_off, int64_t src_stride, const Tensor& dst,
+                      int64_t dst_off, int64_t dst_stride, int64_t rows, int64_t row_elems);
 
-// Sets every element of `out` to `value`'s single element.
+// Sets every element of `out` to `value`'s single element (strings'
+// contents charged first, as CopyElements does).
 // REQUIRES: same dtype, value has one element.
-void FillWith(const Tensor& value, const Tensor& out);
+absl::Status FillWith(const Tensor& value, const Tensor& out);
 
 // The values of an int32/int64 (or int16/int8) tensor as int64.
 absl::StatusOr<std::vector<int64_t>> IntValues(const OpKernel& k, const Tensor& t,

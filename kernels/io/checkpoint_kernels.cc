@@ -5,6 +5,7 @@
 // The kernels hold no state between steps: every run opens the files anew.
 // Also the string ops the savers use: StringJoin, and the regex full
 // matches TensorFlow 2's savers run on the prefix.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -186,15 +187,31 @@ class StringJoinOp : public OpKernel {
       shape = t->shape();
       have_shape = true;
     }
-    Tensor out(DT_STRING, shape);
-    std::string* o = out.base<std::string>();
-    for (int64_t j = 0; j < out.NumElements(); ++j) {
+    GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
+    // The joined sizes first: a long scalar joined to every element of a
+    // vector is charged to the memory budget before it is copied.
+    const int64_t n = out->NumElements();
+    std::vector<int64_t> sizes(static_cast<size_t>(n), 0);
+    int64_t total = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t size = static_cast<int64_t>(separator_.size()) *
+                     (in.empty() ? 0 : static_cast<int64_t>(in.size()) - 1);
+      for (const Tensor* t : in) {
+        size += static_cast<int64_t>(t->base<std::string>()[t->dims() == 0 ? 0 : j].size());
+      }
+      sizes[j] = size;
+      if (size > 15) total = total > INT64_MAX - size ? INT64_MAX : total + size;
+    }
+    GR_RETURN_IF_ERROR(out->buffer()->ChargeContents(
+        total, absl::StrCat("the joined strings (", shape.DebugString(), ")")));
+    std::string* o = out->base<std::string>();
+    for (int64_t j = 0; j < n; ++j) {
+      o[j].reserve(static_cast<size_t>(sizes[j]));
       for (size_t i = 0; i < in.size(); ++i) {
         if (i > 0) o[j] += separator_;
         o[j] += in[i]->base<std::string>()[in[i]->dims() == 0 ? 0 : j];
       }
     }
-    ctx->set_output(0, std::move(out));
     return absl::OkStatus();
   }
 

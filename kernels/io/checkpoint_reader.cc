@@ -25,11 +25,11 @@ namespace {
 // Copies the intersection of resolved slices `src_slice` (data `src`) and
 // `dst_slice` (data `dst`) from src to dst; returns its element count.
 // REQUIRES: same rank and dtype; tensors shaped like their slices.
-int64_t CopyIntersection(const TensorSlice& src_slice, const Tensor& src,
-                         const TensorSlice& dst_slice, const Tensor& dst) {
+absl::StatusOr<int64_t> CopyIntersection(const TensorSlice& src_slice, const Tensor& src,
+                                         const TensorSlice& dst_slice, const Tensor& dst) {
   const int rank = src_slice.dims();
   if (rank == 0) {
-    array_util::CopyElements(src, 0, dst, 0, 1);
+    GR_RETURN_IF_ERROR(array_util::CopyElements(src, 0, dst, 0, 1));
     return 1;
   }
   std::vector<int64_t> lo(rank), len(rank);
@@ -55,7 +55,7 @@ int64_t CopyIntersection(const TensorSlice& src_slice, const Tensor& src,
       so += (lo[d] + idx[d] - src_slice.start(d)) * src_stride[d];
       doff += (lo[d] + idx[d] - dst_slice.start(d)) * dst_stride[d];
     }
-    array_util::CopyElements(src, so, dst, doff, len[rank - 1]);
+    GR_RETURN_IF_ERROR(array_util::CopyElements(src, so, dst, doff, len[rank - 1]));
     int d = rank - 2;
     while (d >= 0 && ++idx[d] == len[d]) idx[d--] = 0;
     if (d < 0) break;
@@ -230,7 +230,7 @@ absl::StatusOr<Tensor> BundleReader::LookupSlice(absl::string_view name,
   }
   Tensor out(first.dtype, slice.SliceShape());
   for (size_t i = 0; i < parts.size(); ++i) {
-    CopyIntersection(parts[i]->slice, values[i], slice, out);
+    GR_RETURN_IF_ERROR(CopyIntersection(parts[i]->slice, values[i], slice, out).status());
   }
   return out;
 }

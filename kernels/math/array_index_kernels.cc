@@ -25,16 +25,13 @@ using array_util::ScalarInt;
 
 // out = in[begin[d] + k * stride[d] for k < size[d]], out laid out densely
 // in `size` order.
-void StridedCopy(const Tensor& in, const Tensor& out, absl::Span<const int64_t> begin,
-                 absl::Span<const int64_t> stride, absl::Span<const int64_t> size) {
+absl::Status StridedCopy(const Tensor& in, const Tensor& out, absl::Span<const int64_t> begin,
+                         absl::Span<const int64_t> stride, absl::Span<const int64_t> size) {
   const int rank = static_cast<int>(size.size());
   int64_t total = 1;
   for (int64_t s : size) total *= s;
-  if (total == 0) return;
-  if (rank == 0) {
-    CopyElements(in, 0, out, 0, 1);
-    return;
-  }
+  if (total == 0) return absl::OkStatus();
+  if (rank == 0) return CopyElements(in, 0, out, 0, 1);
   DimVector in_strides(rank, 1);
   for (int d = rank - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * in.dim_size(d + 1);
   int64_t src = 0;
@@ -44,9 +41,11 @@ void StridedCopy(const Tensor& in, const Tensor& out, absl::Span<const int64_t> 
   const int64_t last_step = stride[rank - 1];
   for (int64_t o = 0; o < total; o += last) {
     if (last_step == 1) {
-      CopyElements(in, src, out, o, last);
+      GR_RETURN_IF_ERROR(CopyElements(in, src, out, o, last));
     } else {
-      for (int64_t j = 0; j < last; ++j) CopyElements(in, src + j * last_step, out, o + j, 1);
+      for (int64_t j = 0; j < last; ++j) {
+        GR_RETURN_IF_ERROR(CopyElements(in, src + j * last_step, out, o + j, 1));
+      }
     }
     for (int d = rank - 2; d >= 0; --d) {
       src += stride[d] * in_strides[d];
@@ -55,6 +54,7 @@ void StridedCopy(const Tensor& in, const Tensor& out, absl::Span<const int64_t> 
       idx[d] = 0;
     }
   }
+  return absl::OkStatus();
 }
 
 class SliceOp : public OpKernel {
@@ -83,7 +83,7 @@ class SliceOp : public OpKernel {
     }
     GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, out_shape));
     std::vector<int64_t> ones(rank, 1);
-    StridedCopy(*in, *out, begin, ones, size);
+    GR_RETURN_IF_ERROR(StridedCopy(*in, *out, begin, ones, size));
     return absl::OkStatus();
   }
 };
@@ -195,7 +195,7 @@ class StridedSliceOp : public OpKernel {
         final_shape.AddDim(proc[g]);
     }
     Tensor out(in->dtype(), TensorShape(absl::MakeConstSpan(proc)));
-    StridedCopy(*in, out, d_begin, d_stride, proc);
+    GR_RETURN_IF_ERROR(StridedCopy(*in, out, d_begin, d_stride, proc));
     GR_ASSIGN_OR_RETURN(Tensor shaped, out.Reshaped(final_shape));
     ctx->set_output(0, std::move(shaped));
     return absl::OkStatus();
@@ -232,7 +232,8 @@ absl::Status DoGather(const OpKernel& k, OpKernelContext* ctx, const Tensor& par
   GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, out_shape));
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < n; ++i) {
-      CopyElements(params, (o * limit + indices[i]) * inner, *out, (o * n + i) * inner, inner);
+      GR_RETURN_IF_ERROR(
+          CopyElements(params, (o * limit + indices[i]) * inner, *out, (o * n + i) * inner, inner));
     }
   }
   return absl::OkStatus();
@@ -294,7 +295,7 @@ class OneHotOp : public OpKernel {
     for (int64_t p = 0; p < prefix; ++p) {
       for (int64_t d = 0; d < depth; ++d) {
         for (int64_t q = 0; q < suffix; ++q, ++o) {
-          CopyElements(indices[p * suffix + q] == d ? on : off, 0, *out, o, 1);
+          GR_RETURN_IF_ERROR(CopyElements(indices[p * suffix + q] == d ? on : off, 0, *out, o, 1));
         }
       }
     }
@@ -331,7 +332,7 @@ class TileOp : public OpKernel {
     const TensorShape& s = *shape;
     GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, s));
     if (rank == 0) {
-      CopyElements(*in, 0, *out, 0, 1);
+      GR_RETURN_IF_ERROR(CopyElements(*in, 0, *out, 0, 1));
       return absl::OkStatus();
     }
     const int64_t total = out->NumElements();
@@ -343,7 +344,7 @@ class TileOp : public OpKernel {
       for (int d = 0; d < rank - 1; ++d) src = src * in->dim_size(d) + idx[d] % in->dim_size(d);
       src *= in_last;
       for (int64_t m = 0; m < mult[rank - 1]; ++m) {
-        CopyElements(*in, src, *out, o + m * in_last, in_last);
+        GR_RETURN_IF_ERROR(CopyElements(*in, src, *out, o + m * in_last, in_last));
       }
       for (int d = rank - 2; d >= 0; --d) {
         if (++idx[d] < s.dim_size(d)) break;

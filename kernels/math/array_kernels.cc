@@ -212,7 +212,7 @@ class FillOp : public OpKernel {
           absl::StrCat("value must be a scalar, got shape ", value->shape().DebugString()));
     }
     GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
-    array_util::FillWith(*value, *out);
+    GR_RETURN_IF_ERROR(array_util::FillWith(*value, *out));
     return absl::OkStatus();
   }
 };
@@ -262,7 +262,7 @@ class ZerosOnesLikeOp : public OpKernel {
       if (!one.IsInitialized()) {
         return Error(absl::StrCat("unsupported type ", DataTypeString(out->dtype())));
       }
-      array_util::FillWith(one, *out);
+      GR_RETURN_IF_ERROR(array_util::FillWith(one, *out));
     } else if (out->dtype() != DT_STRING && out->dtype() != DT_RESOURCE) {
       // All-zero bits are zero for every fixed-size type.
       std::memset(out->raw_data(), 0, out->NumElements() * DataTypeSize(out->dtype()));
@@ -370,7 +370,7 @@ class ConcatV2Op : public OpKernel {
     int64_t col = 0;
     for (int i = 0; i < n; ++i) {
       const int64_t row = in[i]->dim_size(axis) * inner;
-      CopyRows(*in[i], 0, row, *out, col, out_row, outer, row);
+      GR_RETURN_IF_ERROR(CopyRows(*in[i], 0, row, *out, col, out_row, outer, row));
       col += row;
     }
     return absl::OkStatus();
@@ -379,7 +379,8 @@ class ConcatV2Op : public OpKernel {
 
 // Emits output `i` as input[..., start:start+len, ...] along `axis`
 // (a zero-copy view when axis 0 makes it contiguous).
-void EmitPart(OpKernelContext* ctx, int i, const Tensor& in, int axis, int64_t start, int64_t len) {
+absl::Status EmitPart(OpKernelContext* ctx, int i, const Tensor& in, int axis, int64_t start,
+                      int64_t len) {
   const int rank = in.dims();
   TensorShape s = in.shape();
   s.set_dim(axis, len);
@@ -388,12 +389,14 @@ void EmitPart(OpKernelContext* ctx, int i, const Tensor& in, int axis, int64_t s
     const int64_t inner = Prod(in.shape().dim_sizes(), axis + 1, rank);
     Tensor flat = *in.Reshaped(TensorShape({in.dim_size(axis), inner}));
     ctx->set_output(i, *flat.Slice(start, start + len).Reshaped(s));
-    return;
+    return absl::OkStatus();
   }
   Tensor out(in.dtype(), s);
   const int64_t inner = Prod(in.shape().dim_sizes(), axis + 1, rank);
-  CopyRows(in, start * inner, in.dim_size(axis) * inner, out, 0, len * inner, outer, len * inner);
+  GR_RETURN_IF_ERROR(CopyRows(in, start * inner, in.dim_size(axis) * inner, out, 0, len * inner,
+                              outer, len * inner));
   ctx->set_output(i, std::move(out));
+  return absl::OkStatus();
 }
 
 class SplitOp : public OpKernel {
@@ -411,7 +414,9 @@ class SplitOp : public OpKernel {
                        "but got split_dim ",
                        axis, " (size = ", d, ") and num_split ", num));
     }
-    for (int i = 0; i < num; ++i) EmitPart(ctx, i, *in, axis, i * (d / num), d / num);
+    for (int i = 0; i < num; ++i) {
+      GR_RETURN_IF_ERROR(EmitPart(ctx, i, *in, axis, i * (d / num), d / num));
+    }
     return absl::OkStatus();
   }
 };
@@ -457,7 +462,7 @@ class SplitVOp : public OpKernel {
     }
     int64_t start = 0;
     for (int i = 0; i < num; ++i) {
-      EmitPart(ctx, i, *in, axis, start, sizes[i]);
+      GR_RETURN_IF_ERROR(EmitPart(ctx, i, *in, axis, start, sizes[i]));
       start += sizes[i];
     }
     return absl::OkStatus();
@@ -488,7 +493,7 @@ class PackOp : public OpKernel {
     const int64_t outer = Prod(in[0]->shape().dim_sizes(), 0, axis);
     const int64_t inner = Prod(in[0]->shape().dim_sizes(), axis, rank);
     for (int i = 0; i < n; ++i) {
-      CopyRows(*in[i], 0, inner, *out, i * inner, n * inner, outer, inner);
+      GR_RETURN_IF_ERROR(CopyRows(*in[i], 0, inner, *out, i * inner, n * inner, outer, inner));
     }
     return absl::OkStatus();
   }
@@ -513,7 +518,7 @@ class UnpackOp : public OpKernel {
     TensorShape s = in->shape();
     s.RemoveDim(axis);
     for (int i = 0; i < num; ++i) {
-      EmitPart(ctx, i, *in, axis, i, 1);
+      GR_RETURN_IF_ERROR(EmitPart(ctx, i, *in, axis, i, 1));
       Tensor part = ctx->mutable_outputs()->at(i).tensor;
       ctx->set_output(i, *part.Reshaped(s));
     }

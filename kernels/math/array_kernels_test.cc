@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "graph/memory_budget.h"
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
 
@@ -489,6 +490,89 @@ TEST(TileTest, OverflowingMultiplesAreErrors) {
   auto empty = tile(T1<float>({}), T1<int64_t>({std::numeric_limits<int64_t>::max()}));
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ((*empty)[0].NumElements(), 0);
+}
+
+// String contents count in the memory budget: a long string copied into
+// many elements (Fill, Tile, GatherV2 with repeated indices, ConcatV2 of
+// one input many times, StringJoin with a scalar) is refused before it is
+// copied, and what the outputs hold is given back when they die.
+TEST(StringContentsTest, CopiesAreChargedAndRefusedOverTheLimit) {
+  const std::string kilo(1000, 'k');  // 1000 heap bytes per copy
+  const int64_t before = TensorBytesInUse();
+  SetMemoryLimits(int64_t{8} << 20, int64_t{8} << 20);
+  auto fill = [&](int32_t n) {
+    OpTester t("Fill", "f");
+    t.Attr("T", DT_STRING).Input(T1<int32_t>({n})).Input(Tensor::Scalar<std::string>(kilo));
+    return t.Run();
+  };
+  {
+    auto ok = fill(1000);  // 1 MB
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    EXPECT_EQ((*ok)[0].base<std::string>()[999], kilo);
+    EXPECT_EQ((*ok)[0].buffer()->contents_bytes(), 1000000);
+    EXPECT_GE(TensorBytesInUse(), before + 1000000);
+  }
+  ExpectError(fill(10000), absl::StatusCode::kResourceExhausted,
+              "cannot allocate the string contents filled into a [10000] string tensor: "
+              "10000000 bytes (9.5 MiB)");
+  {
+    OpTester t("Tile");
+    t.Attr("T", DT_STRING).Input(T1<std::string>({kilo, "short"})).Input(T1<int32_t>({10000}));
+    ExpectError(t.Run(), absl::StatusCode::kResourceExhausted,
+                "the string contents copied into a [20000] string tensor");
+  }
+  {
+    OpTester t("GatherV2");
+    t.Attr("Tparams", DT_STRING).Attr("Tindices", DT_INT32).Attr("Taxis", DT_INT32);
+    t.Input(T1<std::string>({kilo})).Input(T1<int32_t>(std::vector<int32_t>(10000, 0)));
+    t.Input(Tensor::Scalar<int32_t>(0));
+    ExpectError(t.Run(), absl::StatusCode::kResourceExhausted, "string contents");
+  }
+  {
+    OpTester t("ConcatV2");
+    t.Attr("T", DT_STRING).Attr("N", 10000).Attr("Tidx", DT_INT32);
+    for (int i = 0; i < 10000; ++i) t.Input(T1<std::string>({kilo}));
+    t.Input(Tensor::Scalar<int32_t>(0));
+    ExpectError(t.Run(), absl::StatusCode::kResourceExhausted,
+                "the string contents copied into a [10000] string tensor");
+  }
+  {
+    OpTester t("StringJoin");
+    t.Attr("N", 2).Attr("separator", "");
+    t.Input(Tensor::Scalar<std::string>(kilo))
+        .Input(T1<std::string>(std::vector<std::string>(10000, "x")));
+    ExpectError(t.Run(), absl::StatusCode::kResourceExhausted,
+                "the joined strings ([10000]): 10010000 bytes");
+  }
+  EXPECT_EQ(TensorBytesInUse(), before);
+  SetMemoryLimits(0, 0);
+}
+
+// Strings overwritten by shorter ones give their bytes back (a string
+// variable assigned again and again does not grow its charge).
+TEST(StringContentsTest, OverwritesChargeTheDifference) {
+  const int64_t before = TensorBytesInUse();
+  auto var = std::make_shared<Var>("s", DT_STRING, PartialShape({2}));
+  var->tensor = T1<std::string>({std::string(100, 'a'), std::string(100, 'b')});
+  var->initialized = true;
+  for (int i = 0; i < 3; ++i) {
+    OpTester t("ScatterUpdate");
+    t.Attr("T", DT_STRING).Attr("Tindices", DT_INT32);
+    t.InputRef(var).Input(T1<int32_t>({0})).Input(T1<std::string>({std::string(5000, 'c')}));
+    ASSERT_RUN_OK(std::vector<Tensor> out, t);
+  }
+  EXPECT_EQ(var->tensor.base<std::string>()[0], std::string(5000, 'c'));
+  // The first charge counted the strings already there (100 'b's).
+  EXPECT_EQ(var->tensor.buffer()->contents_bytes(), 5100);
+  {
+    OpTester t("ScatterUpdate");
+    t.Attr("T", DT_STRING).Attr("Tindices", DT_INT32);
+    t.InputRef(var).Input(T1<int32_t>({0})).Input(T1<std::string>({"d"}));
+    ASSERT_RUN_OK(std::vector<Tensor> out, t);
+  }
+  EXPECT_EQ(var->tensor.buffer()->contents_bytes(), 100);
+  var.reset();
+  EXPECT_EQ(TensorBytesInUse(), before);
 }
 
 }  // namespace

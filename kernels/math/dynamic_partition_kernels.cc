@@ -79,7 +79,8 @@ class DynamicPartitionOp : public OpKernel {
     }
     std::vector<int64_t> next(counts.size(), 0);
     for (size_t i = 0; i < p.size(); ++i) {
-      CopyElements(*data, static_cast<int64_t>(i) * row, *outs[p[i]], next[p[i]]++ * row, row);
+      GR_RETURN_IF_ERROR(
+          CopyElements(*data, static_cast<int64_t>(i) * row, *outs[p[i]], next[p[i]]++ * row, row));
     }
     return absl::OkStatus();
   }
@@ -142,7 +143,8 @@ class DynamicStitchOp : public OpKernel {
     for (int m = 0; m < n; ++m) {
       const absl::Span<const int32_t> idx = ctx->input(m).flat<int32_t>();
       for (size_t i = 0; i < idx.size(); ++i) {
-        CopyElements(*data[m], static_cast<int64_t>(i) * row, *merged, idx[i] * row, row);
+        GR_RETURN_IF_ERROR(
+            CopyElements(*data[m], static_cast<int64_t>(i) * row, *merged, idx[i] * row, row));
       }
     }
     return absl::OkStatus();

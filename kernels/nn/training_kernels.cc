@@ -577,10 +577,12 @@ class ResourceScatterOp : public OpKernel {
       if constexpr (std::is_void_v<T>) {
         if (scalar) {
           for (int64_t j = 0; j < inner; ++j) {
-            array_util::CopyElements(*updates, 0, var->tensor, indices[i] * inner + j, 1);
+            GR_RETURN_IF_ERROR(
+                array_util::CopyElements(*updates, 0, var->tensor, indices[i] * inner + j, 1));
           }
         } else {
-          array_util::CopyElements(*updates, src, var->tensor, indices[i] * inner, inner);
+          GR_RETURN_IF_ERROR(
+              array_util::CopyElements(*updates, src, var->tensor, indices[i] * inner, inner));
         }
       } else {
         ScatterRow<T>(kKind, var->tensor.base<T>() + indices[i] * inner, updates->base<T>() + src,
