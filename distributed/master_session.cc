@@ -107,6 +107,7 @@ absl::StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(
     const tensorflow::ConfigProto& config) {
   std::unique_ptr<MasterSession> s(new MasterSession(env, std::move(handle)));
   s->config_ = config;
+  GR_RETURN_IF_ERROR(ValidateNodeNames(graph));
   tensorflow::FunctionDefLibrary library;
   GR_RETURN_IF_ERROR(MergeFunctionLibrary(graph.library(), &library));
   auto origin = std::make_shared<absl::flat_hash_map<std::string, std::string>>();
@@ -183,6 +184,7 @@ absl::StatusOr<int64_t> MasterSession::Extend(const tensorflow::GraphDef& graph)
   {
     std::lock_guard<std::mutex> l(mu_);
     if (closed_) return absl::FailedPreconditionError("session is closed");
+    GR_RETURN_IF_ERROR(ValidateNodeNames(graph));
     tensorflow::GraphDef merged = graph_def_;
     for (const auto& node : graph.node()) *merged.add_node() = node;
     // The functions of earlier graphs stay callable, as in TensorFlow.

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <limits>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -210,6 +212,34 @@ absl::Status InferShapes(Graph* graph) {
     GR_RETURN_IF_ERROR(fn(ctx));
     std::vector<PartialShape> out = ctx.TakeOutputs();
     for (int i = 0; i < n->num_outputs(); ++i) n->set_output_shape(i, out[i]);
+  }
+  return absl::OkStatus();
+}
+
+bool IsValidNodeName(absl::string_view name) {
+  auto letter_digit_dot = [](char c) { return absl::ascii_isalnum(c) || c == '.'; };
+  auto body = [](char c) {
+    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-' || c == '/';
+  };
+  if (name.empty() || !(letter_digit_dot(name[0]) || name[0] == '_')) return false;
+  size_t i = 1;
+  while (true) {
+    while (i < name.size() && body(name[i])) ++i;
+    if (i == name.size()) return true;
+    // Another piece: '>' and a letter, digit or dot.
+    if (name[i] != '>' || i + 1 == name.size() || !letter_digit_dot(name[i + 1])) return false;
+    i += 2;
+  }
+}
+
+absl::Status ValidateNodeNames(const tensorflow::GraphDef& def) {
+  for (const auto& n : def.node()) {
+    if (!IsValidNodeName(n.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", absl::CHexEscape(n.name()), "' (op ", n.op(),
+          "): the name has characters TensorFlow does not allow in node names (it must match "
+          "[A-Za-z0-9._][A-Za-z0-9_./-]*)"));
+    }
   }
   return absl::OkStatus();
 }

@@ -159,6 +159,15 @@ absl::StatusOr<std::unique_ptr<Graph>> GraphFromGraphDef(const tensorflow::Graph
                                                          const OpRegistry& registry,
                                                          const ImportOptions& options = {});
 
+// TensorFlow's rule for the node names of a graph a session runs (its
+// GraphConstructor, internal ops allowed): [A-Za-z0-9._][A-Za-z0-9_./-]*,
+// then any pieces '>'[A-Za-z0-9.][A-Za-z0-9_./-]*. Sessions check clients'
+// graphs with it; graphrun's own rewrites (partitions' Send/Recv) name
+// nodes after tensors and are not held to it.
+bool IsValidNodeName(absl::string_view name);
+// InvalidArgument naming the first node of `def` whose name breaks it.
+absl::Status ValidateNodeNames(const tensorflow::GraphDef& def);
+
 // Parses a GraphDef file: binary (.pb) or text (.pbtxt, comments allowed).
 // The format is chosen by extension, falling back to trying both.
 absl::StatusOr<tensorflow::GraphDef> ReadGraphDefFile(const std::string& path);

@@ -156,6 +156,28 @@ TEST(TensorNameTest, Parses) {
   EXPECT_FALSE(ParseTensorName("^").ok());
 }
 
+// TensorFlow's node-name rule, as sessions check clients' graphs.
+TEST(NodeNameTest, TensorFlowsRule) {
+  for (const char* ok :
+       {"x", "scope/x_1", "a.b-c", "_SOURCE", "7", ".x", "while/Enter>body/y", "a>.b"}) {
+    EXPECT_TRUE(IsValidNodeName(ok)) << ok;
+  }
+  for (const char* bad :
+       {"", "a b", "x:0", "^x", "-x", "/x", "a>", "a>_b", "a>>b", "caf\xc3\xa9", "a\nb"}) {
+    EXPECT_FALSE(IsValidNodeName(bad)) << bad;
+  }
+  tensorflow::GraphDef def;
+  def.add_node()->set_name("ok");
+  tensorflow::NodeDef* n = def.add_node();
+  n->set_name("x:0");
+  n->set_op("Const");
+  absl::Status s = ValidateNodeNames(def);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "node 'x:0' (op Const): the name has characters TensorFlow does not allow in node "
+            "names (it must match [A-Za-z0-9._][A-Za-z0-9_./-]*)");
+}
+
 // A list argument's length is bounded before anything is allocated for it.
 TEST(GraphImportTest, HugeListLengthIsRefused) {
   absl::Status s = Import(

@@ -8,6 +8,10 @@
 namespace graphrun {
 
 absl::StatusOr<TensorShape> TensorShape::Make(absl::Span<const int64_t> dims) {
+  if (dims.size() > static_cast<size_t>(kMaxDims)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shape has ", dims.size(), " dimensions, more than the ", kMaxDims, " a tensor may have"));
+  }
   int64_t n = 1;
   for (int64_t d : dims) {
     if (d < 0) {

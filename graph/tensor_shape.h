@@ -24,7 +24,10 @@ class TensorShape {
   TensorShape(std::initializer_list<int64_t> dims) : dims_(dims) {}
   explicit TensorShape(absl::Span<const int64_t> dims) : dims_(dims.begin(), dims.end()) {}
 
-  // InvalidArgument for negative dimensions or element-count overflow.
+  // The most dimensions a tensor may have (TensorFlow's limit).
+  static constexpr int kMaxDims = 254;
+  // InvalidArgument for negative dimensions, element-count overflow, or
+  // more than kMaxDims dimensions.
   static absl::StatusOr<TensorShape> Make(absl::Span<const int64_t> dims);
   // InvalidArgument for unknown rank or dimensions.
   static absl::StatusOr<TensorShape> FromProto(const tensorflow::TensorShapeProto& proto);

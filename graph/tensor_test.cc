@@ -89,12 +89,28 @@ TEST(TensorTest, RejectsInconsistentProtos) {
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
   auto unknown = Tensor::FromProto(P("dtype: DT_QINT8 tensor_shape {}"));
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  // A number that is no type is named as given, not as a reference type.
+  tensorflow::TensorProto bogus = P("tensor_shape {}");
+  bogus.set_dtype(static_cast<DataType>(999));
+  auto no_type = Tensor::FromProto(bogus);
+  EXPECT_EQ(no_type.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_type.status().message(), HasSubstr("unsupported dtype DT_UNKNOWN_999"));
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(999)), "unknown_type_999");
+  EXPECT_EQ(DataTypeString(MakeRefType(DT_FLOAT)), "float_ref");
   // Complex values come in (real, imaginary) pairs.
   auto odd = Tensor::FromProto(P("dtype: DT_COMPLEX64 tensor_shape {} scomplex_val: 1"));
   EXPECT_EQ(odd.status().code(), absl::StatusCode::kInvalidArgument);
   auto many =
       Tensor::FromProto(P("dtype: DT_COMPLEX128 tensor_shape {} dcomplex_val: [1, 2, 3, 4]"));
   EXPECT_EQ(many.status().code(), absl::StatusCode::kInvalidArgument);
+  // TensorFlow's limit of 254 dimensions.
+  std::string dims;
+  for (int i = 0; i < 254; ++i) dims += "dim { size: 1 } ";
+  EXPECT_TRUE(Tensor::FromProto(P("dtype: DT_FLOAT tensor_shape { " + dims + "}")).ok());
+  auto deep = Tensor::FromProto(P("dtype: DT_FLOAT tensor_shape { " + dims + "dim { size: 1 } }"));
+  EXPECT_EQ(deep.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(deep.status().message(),
+              HasSubstr("shape has 255 dimensions, more than the 254 a tensor may have"));
 }
 
 TEST(TensorTest, ComplexFromProtoSplatsTheLastValue) {

@@ -36,7 +36,11 @@ using ::tensorflow::DT_VARIANT;
 
 constexpr int kDataTypeRefOffset = 100;
 
-inline bool IsRefType(DataType dt) { return dt > kDataTypeRefOffset; }
+// TensorFlow's reference types are 101..199 (DT_FLOAT_REF = 101); a
+// larger value is no type at all, not a reference to one.
+inline bool IsRefType(DataType dt) {
+  return dt > kDataTypeRefOffset && dt < 2 * kDataTypeRefOffset;
+}
 inline DataType BaseType(DataType dt) {
   return IsRefType(dt) ? static_cast<DataType>(dt - kDataTypeRefOffset) : dt;
 }

@@ -131,6 +131,7 @@ absl::Status DirectSession::Create(const tensorflow::GraphDef& graph) {
   if (has_graph_) {
     return absl::FailedPreconditionError("session already has a graph; use Extend");
   }
+  GR_RETURN_IF_ERROR(ValidateNodeNames(graph));
   tensorflow::FunctionDefLibrary library;
   GR_RETURN_IF_ERROR(MergeFunctionLibrary(graph.library(), &library));
   return ValidateAndSetGraph(graph, std::move(library));
@@ -139,6 +140,7 @@ absl::Status DirectSession::Create(const tensorflow::GraphDef& graph) {
 absl::Status DirectSession::Extend(const tensorflow::GraphDef& graph) {
   std::lock_guard<std::mutex> l(mu_);
   if (closed_) return absl::FailedPreconditionError("session is closed");
+  GR_RETURN_IF_ERROR(ValidateNodeNames(graph));
   tensorflow::GraphDef merged = graph_def_;
   for (const auto& n : graph.node()) *merged.add_node() = n;
   // The functions of earlier graphs stay callable, as in TensorFlow.

@@ -84,7 +84,17 @@ absl::StatusOr<std::map<std::string, int32_t>> ParseDevices(absl::string_view sp
       return absl::InvalidArgumentError(
           absl::StrCat("--devices: expected TYPE=N[,TYPE=N], got '", spec, "'"));
     }
-    out[std::string(kv.first)] = n;
+    // The session's own limits, said here as a usage error.
+    constexpr int32_t kMaxDevices = 1024;
+    if (n > kMaxDevices || (kv.first == "CPU" && n == 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--devices: ", item, ": the count of ", kv.first, " devices must be in [",
+                       kv.first == "CPU" ? 1 : 0, ", ", kMaxDevices, "]"));
+    }
+    if (!out.emplace(std::string(kv.first), n).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--devices: ", kv.first, " is given twice in '", spec, "'"));
+    }
   }
   return out;
 }

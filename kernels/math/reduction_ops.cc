@@ -56,7 +56,13 @@ absl::Status MakeReductionPlan(const OpKernel& kernel, const Tensor& input, cons
       return kernel.Error(absl::StrCat("invalid reduction dimension ", a, " for input of rank ",
                                        rank, " (shape ", input.shape().DebugString(), ")"));
     }
-    reduce[a < 0 ? a + rank : a] = true;
+    const int64_t d = a < 0 ? a + rank : a;
+    if (reduce[d]) {
+      // As TensorFlow says it (a sum over one axis twice is no sum).
+      return kernel.Error(
+          absl::StrCat("Invalid reduction arguments: Axes contains duplicate dimension: ", d));
+    }
+    reduce[d] = true;
   }
   DimVector out_dims;
   for (int d = 0; d < rank; ++d) {

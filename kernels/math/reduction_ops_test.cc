@@ -142,6 +142,20 @@ TEST(ReductionOpsTest, AxisOutOfRangeNamesTheNode) {
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("node 'sum_bad'"));
 }
 
+// One axis named twice (also as -1 and 1): TensorFlow's error, not a sum.
+TEST(ReductionOpsTest, DuplicateAxesAreInvalid) {
+  for (auto axes : {std::vector<int32_t>{0, 0}, std::vector<int32_t>{-1, 1}}) {
+    OpTester t = Reduce("Sum", Iota({2, 3}), Axes(axes), false, "sum_dup");
+    auto out = t.Run();
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(out.status().message()),
+                HasSubstr("node 'sum_dup' (op Sum): Invalid reduction arguments: Axes contains "
+                          "duplicate dimension: " +
+                          std::to_string(axes[1] < 0 ? axes[1] + 2 : axes[1])));
+  }
+}
+
 TEST(ReductionOpsTest, ShapeFunctionUsesConstantAxes) {
   const OpRegistrationData* reg = DefaultOpRegistry().LookUp("Mean");
   ASSERT_NE(reg, nullptr);
