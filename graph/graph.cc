@@ -232,14 +232,30 @@ bool IsValidNodeName(absl::string_view name) {
   }
 }
 
+namespace {
+
+absl::Status CheckNodeName(const tensorflow::NodeDef& n, absl::string_view where) {
+  if (n.name().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a node", where, " (op ", n.op(), ") has an empty name"));
+  }
+  if (IsValidNodeName(n.name())) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "node '", absl::CHexEscape(n.name()), "'", where, " (op ", absl::CHexEscape(n.op()),
+      "): the name has characters TensorFlow does not allow in node names (its rule: "
+      "[A-Za-z0-9._][A-Za-z0-9_./-]*, then pieces '>'[A-Za-z0-9.][A-Za-z0-9_./-]*)"));
+}
+
+}  // namespace
+
 absl::Status ValidateNodeNames(const tensorflow::GraphDef& def) {
-  for (const auto& n : def.node()) {
-    if (!IsValidNodeName(n.name())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node '", absl::CHexEscape(n.name()), "' (op ", n.op(),
-          "): the name has characters TensorFlow does not allow in node names (it must match "
-          "[A-Za-z0-9._][A-Za-z0-9_./-]*)"));
-    }
+  for (const auto& n : def.node()) GR_RETURN_IF_ERROR(CheckNodeName(n, ""));
+  // Function bodies too: those kept as call frames are not inlined, and
+  // would otherwise escape the rule.
+  for (const auto& f : def.library().function()) {
+    const std::string where =
+        absl::StrCat(" of function '", absl::CHexEscape(f.signature().name()), "'");
+    for (const auto& n : f.node_def()) GR_RETURN_IF_ERROR(CheckNodeName(n, where));
   }
   return absl::OkStatus();
 }

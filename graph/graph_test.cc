@@ -175,7 +175,19 @@ TEST(NodeNameTest, TensorFlowsRule) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "node 'x:0' (op Const): the name has characters TensorFlow does not allow in node "
-            "names (it must match [A-Za-z0-9._][A-Za-z0-9_./-]*)");
+            "names (its rule: [A-Za-z0-9._][A-Za-z0-9_./-]*, then pieces "
+            "'>'[A-Za-z0-9.][A-Za-z0-9_./-]*)");
+  n->set_name("");
+  EXPECT_EQ(ValidateNodeNames(def).message(), "a node (op Const) has an empty name");
+  // Function bodies are held to it as well.
+  n->set_name("x");
+  tensorflow::FunctionDef* f = def.mutable_library()->add_function();
+  f->mutable_signature()->set_name("f");
+  tensorflow::NodeDef* body = f->add_node_def();
+  body->set_name("b ad");
+  body->set_op("Mul");
+  EXPECT_THAT(std::string(ValidateNodeNames(def).message()),
+              ::testing::StartsWith("node 'b ad' of function 'f' (op Mul): the name has"));
 }
 
 // A list argument's length is bounded before anything is allocated for it.

@@ -171,7 +171,14 @@ void Release(int64_t bytes) {
   if (bytes > 0) g_tensors.fetch_sub(1, std::memory_order_relaxed);
 }
 
-absl::Status ReserveMore(int64_t bytes, absl::string_view what) {
+absl::Status ReserveMore(int64_t bytes, int64_t tensor_bytes, absl::string_view what) {
+  const MemoryLimits m = GetMemoryLimits();
+  if (tensor_bytes > m.max_allocation_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", what, ": the tensor would hold ", tensor_bytes, " bytes (",
+                     HumanBytes(tensor_bytes), "), over the per-allocation cap of ",
+                     HumanBytes(m.max_allocation_bytes), " (--max_allocation_bytes)"));
+  }
   return ReserveChecked(bytes, what);
 }
 

@@ -51,8 +51,9 @@ namespace memory_internal {
 absl::Status Reserve(int64_t bytes, bool checked, absl::string_view what);
 void Release(int64_t bytes);
 // The same for memory a tensor holds beyond its buffer (string contents):
-// bytes only, not a tensor. Always checked.
-absl::Status ReserveMore(int64_t bytes, absl::string_view what);
+// bytes only, not a tensor. Always checked; the per-allocation cap holds
+// for `tensor_bytes`, all the tensor would hold with them.
+absl::Status ReserveMore(int64_t bytes, int64_t tensor_bytes, absl::string_view what);
 void ReleaseMore(int64_t bytes);
 }  // namespace memory_internal
 

@@ -35,6 +35,9 @@ inline absl::Status AnnotateStatus(const absl::Status& s, absl::string_view pref
 
 // "Code: message", the form every CLI prints on stderr.
 std::string StatusToLine(const absl::Status& s);
+// `text` on one line: newlines, tabs, other control bytes and bytes that
+// are not UTF-8 escaped (\n, \t, \xNN); printable text and UTF-8 kept.
+std::string OneLine(absl::string_view text);
 
 }  // namespace graphrun
 

@@ -195,10 +195,17 @@ absl::Status TensorBuffer::ChargeContents(int64_t delta, absl::string_view what)
   if (!contents_charged_.exchange(true, std::memory_order_relaxed) && dtype_ == DT_STRING &&
       data_ != nullptr && !release_) {
     // The first charge counts what the strings hold already.
-    delta += StringContentsBytes(reinterpret_cast<const std::string*>(data_), n_);
+    const int64_t existing = StringContentsBytes(reinterpret_cast<const std::string*>(data_), n_);
+    delta = delta > std::numeric_limits<int64_t>::max() - existing
+                ? std::numeric_limits<int64_t>::max()
+                : delta + existing;
   }
   if (delta > 0) {
-    GR_RETURN_IF_ERROR(memory_internal::ReserveMore(delta, what));
+    const int64_t now = contents_.load(std::memory_order_relaxed);
+    const int64_t total = delta > std::numeric_limits<int64_t>::max() / 2 - now
+                              ? std::numeric_limits<int64_t>::max()
+                              : static_cast<int64_t>(bytes_) + now + delta;
+    GR_RETURN_IF_ERROR(memory_internal::ReserveMore(delta, total, what));
     contents_.fetch_add(delta, std::memory_order_relaxed);
   } else if (delta < 0) {
     int64_t now = contents_.load(std::memory_order_relaxed);
@@ -230,6 +237,11 @@ absl::StatusOr<Tensor> Tensor::Allocate(DataType dtype, const TensorShape& shape
   if (!DataTypeSupported(dtype)) {
     return absl::InvalidArgumentError(
         absl::StrCat(context, "cannot allocate a tensor of type ", DataTypeString(dtype)));
+  }
+  if (shape.dims() > TensorShape::kMaxDims) {
+    return absl::InvalidArgumentError(absl::StrCat(context, "cannot allocate a tensor of ",
+                                                   shape.dims(), " dimensions, more than the ",
+                                                   TensorShape::kMaxDims, " a tensor may have"));
   }
   const std::string what =
       absl::StrCat("a ", DataTypeString(dtype), " tensor of shape ", shape.DebugString());
@@ -267,6 +279,11 @@ Tensor Tensor::Slice(int64_t start, int64_t limit) const {
 }
 
 absl::StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
+  if (shape.dims() > TensorShape::kMaxDims) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot reshape to ", shape.dims(),
+                                                   " dimensions, more than the ",
+                                                   TensorShape::kMaxDims, " a tensor may have"));
+  }
   if (shape.num_elements() != NumElements()) {
     return absl::InvalidArgumentError(absl::StrCat("cannot reshape a tensor with ", NumElements(),
                                                    " elements to shape ", shape.DebugString(), " (",
@@ -331,6 +348,52 @@ T Id(T v) {
   return v;
 }
 
+// A string tensor's tensor_content as TensorFlow encodes it
+// (port::EncodeStringList): every element's length as a varint32, then
+// all the bytes. `t` is the allocated tensor of `shape`.
+absl::StatusOr<Tensor> StringsFromContent(const std::string& content, const TensorShape& shape,
+                                          Tensor t) {
+  const int64_t n = shape.num_elements();
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("TensorProto tensor_content of a string ",
+                                                   shape.DebugString(), " tensor: ", why));
+  };
+  size_t pos = 0;
+  std::vector<uint32_t> sizes;
+  sizes.reserve(static_cast<size_t>(std::min<int64_t>(n, content.size())));
+  uint64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t v = 0;
+    int shift = 0;
+    while (true) {
+      if (pos == content.size() || shift > 28) {
+        return bad(absl::StrCat("the length of element ", i, " is cut off or malformed"));
+      }
+      const uint8_t b = static_cast<uint8_t>(content[pos++]);
+      v |= static_cast<uint32_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) break;
+      shift += 7;
+    }
+    sizes.push_back(v);
+    total += v;
+  }
+  if (total != content.size() - pos) {
+    return bad(absl::StrCat("the lengths add up to ", total, " bytes but ", content.size() - pos,
+                            " follow them"));
+  }
+  int64_t heap = 0;
+  for (uint32_t v : sizes) heap += v > 15 ? v : 0;
+  GR_RETURN_IF_ERROR(
+      t.buffer()->ChargeContents(heap, absl::StrCat("TensorProto: the string contents of a ",
+                                                    shape.DebugString(), " string tensor")));
+  std::string* out = t.base<std::string>();
+  for (int64_t i = 0; i < n; ++i) {
+    out[i].assign(content, pos, sizes[i]);
+    pos += sizes[i];
+  }
+  return t;
+}
+
 // scomplex_val / dcomplex_val: (real, imaginary) pairs; fewer than `n`
 // values repeat the last, as the other *_val fields do.
 template <typename Field, typename C>
@@ -376,7 +439,24 @@ absl::StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
     }
     return t;
   }
+  if (dt == DT_STRING && !proto.tensor_content().empty()) {
+    return StringsFromContent(proto.tensor_content(), shape, std::move(t));
+  }
   if (dt == DT_STRING) {
+    // The contents first (the last value repeats to fill the shape).
+    const auto& v = proto.string_val();
+    if (!v.empty() && v.size() <= n) {
+      int64_t contents = 0;
+      for (const std::string& s : v) contents += StringContentsBytes(&s, 1);
+      const int64_t last = StringContentsBytes(&v.Get(v.size() - 1), 1);
+      const int64_t rest = n - v.size();
+      contents = last > 0 && rest > (std::numeric_limits<int64_t>::max() - contents) / last
+                     ? std::numeric_limits<int64_t>::max()
+                     : contents + rest * last;
+      GR_RETURN_IF_ERROR(
+          t.buffer_->ChargeContents(contents, absl::StrCat("TensorProto: the string contents of a ",
+                                                           shape.DebugString(), " string tensor")));
+    }
     GR_RETURN_IF_ERROR(FillFromField(
         proto.string_val(), n, t.base<std::string>(), [](const std::string& s) { return s; },
         "string_val"));
@@ -587,8 +667,8 @@ std::string Tensor::SummarizeValue(int64_t max_entries) const {
         // characters from the data.
         absl::StrAppend(&out, "\"", absl::CEscape(base<std::string>()[i]), "\"");
         break;
-      case DT_RESOURCE:
-        absl::StrAppend(&out, base<ResourceHandle>()[i].DebugString());
+      case DT_RESOURCE:  // names come from graphs: escaped as strings are
+        absl::StrAppend(&out, absl::CEscape(base<ResourceHandle>()[i].DebugString()));
         break;
       case DT_VARIANT:
         absl::StrAppend(&out, base<Variant>()[i].DebugString());

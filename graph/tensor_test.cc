@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
+#include "graph/memory_budget.h"
 #include "gtest/gtest.h"
 
 namespace graphrun {
@@ -111,6 +112,50 @@ TEST(TensorTest, RejectsInconsistentProtos) {
   EXPECT_EQ(deep.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(deep.status().message(),
               HasSubstr("shape has 255 dimensions, more than the 254 a tensor may have"));
+}
+
+// A string tensor's tensor_content in TensorFlow's encoding: the lengths
+// as varints, then the bytes.
+TEST(TensorTest, StringTensorContentDecodes) {
+  tensorflow::TensorProto p = P("dtype: DT_STRING tensor_shape { dim { size: 3 } }");
+  p.set_tensor_content(
+      std::string("\x02\x00\x03"
+                  "abxyz",
+                  8));
+  auto t = Tensor::FromProto(p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->base<std::string>()[0], "ab");
+  EXPECT_EQ(t->base<std::string>()[1], "");
+  EXPECT_EQ(t->base<std::string>()[2], "xyz");
+  p.set_tensor_content("\x05\x80");  // element 1's varint never ends
+  auto bad = Tensor::FromProto(p);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("TensorProto tensor_content of a string [3] tensor: the length of "
+                        "element 1 is cut off or malformed"));
+  p.set_tensor_content(
+      std::string("\x01\x01\x01"
+                  "abcd",
+                  7));
+  EXPECT_THAT(Tensor::FromProto(p).status().message(),
+              HasSubstr("the lengths add up to 3 bytes but 4 follow them"));
+}
+
+// A string repeated by the splat rule counts by its contents: refused
+// before the copies are made.
+TEST(TensorTest, StringSplatsAreChargedFirst) {
+  SetMemoryLimits(int64_t{8} << 20, int64_t{8} << 20);
+  tensorflow::TensorProto p = P("dtype: DT_STRING tensor_shape { dim { size: 300 } }");
+  p.add_string_val(std::string(100000, 'a'));
+  auto t = Tensor::FromProto(p);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(t.status().message(),
+              HasSubstr("TensorProto: the string contents of a [300] string tensor"));
+  p.mutable_tensor_shape()->mutable_dim(0)->set_size(30);
+  auto ok = Tensor::FromProto(p);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->buffer()->contents_bytes(), 3000000);
+  SetMemoryLimits(0, 0);
 }
 
 TEST(TensorTest, ComplexFromProtoSplatsTheLastValue) {

@@ -5,8 +5,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/logging.h"
+#include "graph/status.h"
 
 namespace graphrun {
 namespace tools {
@@ -67,6 +70,19 @@ absl::Status CreateDirIfMissing(const std::string& path) {
   }
   return absl::OkStatus();
 }
+
+int FinishStdout(int exit_code, std::ostream& err) {
+  std::cout.flush();
+  const bool failed = std::cout.fail() || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed || exit_code != 0) return exit_code;
+  const int e = errno;
+  err << StatusToLine(absl::UnavailableError(
+             absl::StrCat("cannot write the results to standard output: ", std::strerror(e))))
+      << "\n";
+  return 1;
+}
+
+void QuietProtobufLogs() { google::protobuf::SetLogHandler(nullptr); }
 
 }  // namespace tools
 }  // namespace graphrun

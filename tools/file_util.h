@@ -2,6 +2,7 @@
 #ifndef GRAPHRUN_TOOLS_FILE_UTIL_H_
 #define GRAPHRUN_TOOLS_FILE_UTIL_H_
 
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -22,6 +23,14 @@ absl::Status WriteStringToFile(const std::string& path, absl::string_view data);
 // Creates directory `path` (one level) unless it already exists as a
 // directory.
 absl::Status CreateDirIfMissing(const std::string& path);
+
+// A tool's exit: flushes standard output; when that failed (a full disk, a
+// closed pipe) an exit code of 0 becomes 1, with the error on `err`.
+int FinishStdout(int exit_code, std::ostream& err);
+
+// libprotobuf's own log lines (invalid UTF-8 in a string field, ...) are
+// dropped: a tool's error is the one `Code: message` line it prints.
+void QuietProtobufLogs();
 
 }  // namespace tools
 }  // namespace graphrun

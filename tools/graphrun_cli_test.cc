@@ -398,6 +398,12 @@ TEST(GraphrunCliTest, MalformedGraphFileIsOneLine) {
   ExpectError(
       {"run", Example("affine.pbtxt"), "--feed", "x=[[1,1,1]]", "--fetch", "y", "--trace", dir}, 1,
       "FailedPrecondition: " + dir + ": cannot open for writing: Is a directory\n");
+  // Newlines, escapes and bytes that are not UTF-8 in names stay on the
+  // one line, escaped.
+  const std::string odd = TempPath("odd_op.pbtxt");
+  std::ofstream(odd) << "node { name: \"x\" op: \"Frob\\nnicate\\033\" }\n";
+  ExpectError({"run", odd, "--fetch", "x"}, 1,
+              "InvalidArgument: node 'x': op type not registered 'Frob\\nnicate\\x1b'\n");
 }
 
 TEST(GraphrunCliTest, UnfedPlaceholder) {
@@ -485,8 +491,8 @@ node { name: "f" op: "Fill" input: "dims" input: "s" attr { key: "T" value { typ
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "ResourceExhausted: node 'f' (op Fill): cannot allocate the string contents filled "
-            "into a [1000] string tensor: 100000000 bytes (95.4 MiB) is over the per-allocation "
-            "cap of 32.0 MiB (--max_allocation_bytes)\n");
+            "into a [1000] string tensor: the tensor would hold 100032000 bytes (95.4 MiB), over "
+            "the per-allocation cap of 32.0 MiB (--max_allocation_bytes)\n");
   r = Graphrun({"run", fill, "--target_node", "f", "--feed", "dims=[200]", "--memory_limit=64M"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }

@@ -13,6 +13,7 @@
 #include "graph/memory_budget.h"
 #include "graph/status.h"
 #include "tools/cluster_command.h"
+#include "tools/file_util.h"
 #include "tools/flags.h"
 #include "tools/run_args.h"
 #include "tools/run_command.h"
@@ -170,5 +171,7 @@ int main(int argc, char** argv) {
   setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
   // "grpc://host:port" session targets.
   graphrun::distributed::RegisterGrpcSession();
-  return graphrun::tools::Main(std::vector<std::string>(argv + 1, argv + argc));
+  graphrun::tools::QuietProtobufLogs();
+  return graphrun::tools::FinishStdout(
+      graphrun::tools::Main(std::vector<std::string>(argv + 1, argv + argc)), std::cerr);
 }

@@ -4,9 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "tools/file_util.h"
 #include "tools/placeviz.h"
 
 int main(int argc, char** argv) {
-  return graphrun::tools::PlacevizMain(std::vector<std::string>(argv + 1, argv + argc), std::cout,
-                                       std::cerr);
+  graphrun::tools::QuietProtobufLogs();
+  return graphrun::tools::FinishStdout(
+      graphrun::tools::PlacevizMain(std::vector<std::string>(argv + 1, argv + argc), std::cout,
+                                    std::cerr),
+      std::cerr);
 }

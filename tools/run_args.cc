@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -78,9 +81,17 @@ namespace {
 absl::StatusOr<std::map<std::string, int32_t>> ParseDevices(absl::string_view spec) {
   std::map<std::string, int32_t> out;
   for (absl::string_view item : absl::StrSplit(spec, ',')) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, '=');
+    std::vector<absl::string_view> parts = absl::StrSplit(item, '=');
+    std::pair<absl::string_view, absl::string_view> kv;
+    if (parts.size() == 2) kv = {parts[0], parts[1]};
+    auto all_of = [](absl::string_view s, auto pred) {
+      return !s.empty() && std::all_of(s.begin(), s.end(), pred);
+    };
     int32_t n = 0;
-    if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &n) || n < 0) {
+    if (parts.size() != 2 ||
+        !all_of(kv.first, [](char c) { return absl::ascii_isalnum(c) || c == '_'; }) ||
+        !all_of(kv.second, [](char c) { return absl::ascii_isdigit(c); }) ||
+        !absl::SimpleAtoi(kv.second, &n)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--devices: expected TYPE=N[,TYPE=N], got '", spec, "'"));
     }
@@ -147,7 +158,7 @@ absl::StatusOr<RunRequest> ParseRunArgs(absl::Span<const std::string> args) {
   }
   for (const std::string& f : flags.GetAll("feed")) {
     size_t eq = f.find('=');
-    if (eq == std::string::npos) {
+    if (eq == std::string::npos || f.substr(eq + 1) == "@" || eq + 1 == f.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--feed: expected NAME=JSON or NAME=@FILE.npy, got '", f, "'"));
     }
@@ -182,11 +193,31 @@ absl::StatusOr<RunRequest> ParseRunArgs(absl::Span<const std::string> args) {
         absl::StrCat("--format: expected text or json, got '", format, "'"));
   }
   req.save_npy_dir = flags.GetString("save_npy");
+  if (!req.save_npy_dir.empty()) {
+    // Names that map to one file (a/b and a__b) would overwrite each other.
+    std::map<std::string, std::string> files;
+    for (const std::string& f : req.fetches) {
+      auto [it, fresh] = files.emplace(NpyFileName(f), f);
+      if (!fresh) {
+        return absl::InvalidArgumentError(absl::StrCat("--save_npy: fetches '", it->second,
+                                                       "' and '", f, "' would both be written to ",
+                                                       it->first));
+      }
+    }
+  }
   req.trace_path = flags.GetString("trace");
   req.run_metadata_path = flags.GetString("run_metadata");
   req.target = flags.GetString("target");
   req.credentials = GetCredentialArgs(flags);
   GR_ASSIGN_OR_RETURN(req.placement, ParsePlacementFlags(flags));
+  // A local run maps every task (the PS tasks and a worker) onto a CPU
+  // device of its own, and a session has at most 1024.
+  if (req.target.empty() && req.placement.ps_tasks > 1023) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ps_tasks: ", req.placement.ps_tasks,
+                     " PS tasks do not fit a local run (at most 1023, each on a CPU device of "
+                     "its own; give --target to run on a cluster)"));
+  }
   req.placement_report_path = flags.GetString("placement_report");
   if (!req.placement_report_path.empty() && !req.placement.enabled()) {
     return absl::InvalidArgumentError("--placement_report needs --ps_tasks or --cluster");

@@ -86,6 +86,8 @@ TEST(RunArgsTest, UsageErrors) {
       {{"g.pb", "--target_node", "y:0"}, "--target_node: 'y:0' is not a node name"},
       {{"g.pb", "--fetch", "y", "--feed", "x"},
        "--feed: expected NAME=JSON or NAME=@FILE.npy, got 'x'"},
+      {{"g.pb", "--fetch", "y", "--feed", "p=@"},
+       "--feed: expected NAME=JSON or NAME=@FILE.npy, got 'p=@'"},
       {{"g.pb", "--fetch", "y", "--feed", "x=1", "--feed", "x:0=2"}, "--feed: 'x:0' is fed twice"},
       {{"g.pb", "--fetch", "y", "--devices", "CPU"},
        "--devices: expected TYPE=N[,TYPE=N], got 'CPU'"},
@@ -95,6 +97,13 @@ TEST(RunArgsTest, UsageErrors) {
        "--devices: CPU=0: the count of CPU devices must be in [1, 1024]"},
       {{"g.pb", "--fetch", "y", "--devices", "CPU=1,GPU=5000"},
        "--devices: GPU=5000: the count of GPU devices must be in [0, 1024]"},
+      {{"g.pb", "--fetch", "y", "--ps_tasks", "1024"},
+       "--ps_tasks: 1024 PS tasks do not fit a local run (at most 1023, each on a CPU device of "
+       "its own; give --target to run on a cluster)"},
+      {{"g.pb", "--fetch", "y", "--devices", "CPU=2=3"},
+       "--devices: expected TYPE=N[,TYPE=N], got 'CPU=2=3'"},
+      {{"g.pb", "--fetch", "y", "--devices", "CPU=1 "},
+       "--devices: expected TYPE=N[,TYPE=N], got 'CPU=1 '"},
       {{"g.pb", "--fetch", "y", "--devices", "CPU=1,CPU=2"},
        "--devices: CPU is given twice in 'CPU=1,CPU=2'"},
       {{"g.pb", "--fetch", "y", "--inter_op_threads", "x"},
@@ -103,6 +112,8 @@ TEST(RunArgsTest, UsageErrors) {
        "--timeout_ms: -5 is out of range [0, 9223372036854775807]"},
       {{"g.pb", "--fetch", "y", "--format", "yaml"}, "--format: expected text or json, got 'yaml'"},
       {{"g.pb", "--fetch", "y", "--trace"}, "flag --trace needs a value"},
+      {{"g.pb", "--fetch", "a/b", "--fetch", "a__b", "--save_npy", "out"},
+       "--save_npy: fetches 'a/b:0' and 'a__b:0' would both be written to a__b_0.npy"},
   };
   for (const Case& c : cases) {
     auto r = ParseRunArgs(c.args);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "client/saved_model.h"
 #include "graph/status.h"
+#include "graph/types.h"
 #include "tools/flags.h"
 
 namespace graphrun {
@@ -39,7 +40,7 @@ void ShowTensors(const char* what,
   for (const std::string& key : SortedKeys(infos)) {
     const tensorflow::TensorInfo& t = infos.at(key);
     absl::StrAppend(out, "    ", what, "s['", key, "'] tensor_info:\n",
-                    "        dtype: ", tensorflow::DataType_Name(t.dtype()), "\n",
+                    "        dtype: ", DataTypeEnumName(t.dtype()), "\n",
                     "        shape: ", ShapeText(t.tensor_shape()), "\n",
                     "        name: ", t.name(), "\n");
   }
@@ -55,7 +56,7 @@ std::string PyDtype(tensorflow::DataType dt) {
     case tensorflow::DT_HALF:
       return "float16";
     default: {
-      std::string name = tensorflow::DataType_Name(dt);  // "DT_INT32"
+      std::string name = DataTypeEnumName(dt);  // "DT_INT32", "DT_UNKNOWN_999"
       if (name.rfind("DT_", 0) == 0) name = name.substr(3);
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       return name;

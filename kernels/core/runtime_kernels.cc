@@ -9,6 +9,7 @@
 // host.
 #include "absl/strings/str_cat.h"
 #include "kernels/core/register.h"
+#include "kernels/framework/variable.h"
 
 namespace graphrun {
 namespace {
@@ -241,6 +242,11 @@ class RetvalOp : public OpKernel {
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     if (ctx->call_frame() == nullptr) return Error("no call frame for this run");
+    // A fetched variable that holds no value yet: the variable named, as
+    // its reads say it (this node is the session's own).
+    if (!ctx->input(0).IsInitialized() && ctx->input_is_ref(0)) {
+      return ctx->input_ref(0)->UninitializedError();
+    }
     return ctx->call_frame()->SetRetval(index_, ctx->input(0));
   }
 

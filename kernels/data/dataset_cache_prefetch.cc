@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <mutex>
+#include <new>
 #include <random>
 #include <thread>
 
@@ -422,7 +424,17 @@ class PrefetchDataset : public DatasetBase {
         }
         Element e;
         bool end = false;
-        absl::Status s = st->input->GetNext(&ctx, &e, &end);
+        absl::Status s;
+        // This thread's own: an exception must not escape it (the step's
+        // thread would never hear of it, and the process would end).
+        try {
+          s = st->input->GetNext(&ctx, &e, &end);
+        } catch (const std::bad_alloc&) {
+          s = absl::ResourceExhaustedError(
+              "prefetch: the input pipeline ran out of memory (std::bad_alloc)");
+        } catch (const std::exception& ex) {
+          s = absl::InternalError(absl::StrCat("prefetch: the input pipeline threw: ", ex.what()));
+        }
         std::lock_guard<std::mutex> l(st->mu);
         if (!s.ok() || end) {
           st->status = st->stop ? absl::OkStatus() : s;

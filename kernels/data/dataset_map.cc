@@ -215,9 +215,12 @@ absl::StatusOr<Tensor> Apply(const Transform& t, const Tensor& in) {
       return in.Slice(t.begin, limit);
     }
     case Transform::kOneHot: {
-      TensorShape s = in.shape();
-      s.AddDim(t.depth);
-      Tensor out(DT_FLOAT, s);
+      DimVector dims(in.shape().dim_sizes().begin(), in.shape().dim_sizes().end());
+      dims.push_back(t.depth);
+      absl::StatusOr<TensorShape> s = TensorShape::Make(dims);
+      if (!s.ok()) return SpecError(t.spec, s.status().message());
+      GR_ASSIGN_OR_RETURN(Tensor out,
+                          Tensor::Allocate(DT_FLOAT, *s, absl::StrCat("map '", t.spec, "': ")));
       std::memset(out.raw_data(), 0, sizeof(float) * out.NumElements());
       absl::Status st;
       Dispatch(in.dtype(), [&](auto tag) {
@@ -246,7 +249,8 @@ absl::StatusOr<Tensor> Apply(const Transform& t, const Tensor& in) {
       }
       TensorShape s = in.shape();
       s.AddDim(len / size);
-      Tensor out(t.dtype, s);
+      GR_ASSIGN_OR_RETURN(Tensor out,
+                          Tensor::Allocate(t.dtype, s, absl::StrCat("map '", t.spec, "': ")));
       for (int64_t i = 0; i < n; ++i) {
         if (static_cast<int64_t>(strs[i].size()) != len) {
           return SpecError(t.spec, "all input strings must have the same length");

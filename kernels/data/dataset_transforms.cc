@@ -138,7 +138,8 @@ absl::StatusOr<Tensor> Stack(const std::vector<std::vector<Tensor>>& elems, size
   }
   TensorShape s = first.shape();
   s.InsertDim(0, static_cast<int64_t>(elems.size()));
-  Tensor out(first.dtype(), s);
+  GR_ASSIGN_OR_RETURN(
+      Tensor out, Tensor::Allocate(first.dtype(), s, absl::StrCat("batch component ", c, ": ")));
   const int64_t n = first.NumElements();
   for (size_t i = 0; i < elems.size(); ++i) {
     const Tensor& t = elems[i][c];

@@ -179,6 +179,10 @@ class ReduceOpKernel : public GpuOpKernel {
       if (a < 0 || a >= x.dims()) {
         return Error(absl::StrCat("axis ", a, " out of range for ", x.shape().DebugString()));
       }
+      if (reduced[a]) {  // as the CPU kernel (and TensorFlow) says it
+        return Error(
+            absl::StrCat("Invalid reduction arguments: Axes contains duplicate dimension: ", a));
+      }
       reduced[a] = true;
     }
     int first = -1, last = -1;

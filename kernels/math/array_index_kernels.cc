@@ -269,6 +269,10 @@ class OneHotOp : public OpKernel {
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& indices_t = ctx->input(0);
+    if (ctx->input(1).dims() != 0) {  // TensorFlow's OneHot: a scalar, not one element
+      return Error(
+          absl::StrCat("depth must be a scalar, but got: ", ctx->input(1).shape().DebugString()));
+    }
     GR_ASSIGN_OR_RETURN(int64_t depth, ScalarInt(*this, ctx->input(1), "depth"));
     const Tensor& on = ctx->input(2);
     const Tensor& off = ctx->input(3);

@@ -111,8 +111,9 @@ class ReshapeOp : public OpKernel {
         unknown = static_cast<int>(i);
       } else if (sizes[i] < 0) {
         return Error(absl::StrCat("size ", i, " must be non-negative, not ", sizes[i]));
-      } else {
-        product *= sizes[i];
+      } else if (__builtin_mul_overflow(product, sizes[i], &product)) {
+        return Error(absl::StrCat("the requested shape [", absl::StrJoin(sizes, ","),
+                                  "] would overflow the element count"));
       }
     }
     const int64_t n = in->NumElements();
@@ -137,7 +138,9 @@ class ReshapeOp : public OpKernel {
       return Error(absl::StrCat("Input to reshape is a tensor with ", n,
                                 " values, but the requested shape has ", product));
     }
-    GR_ASSIGN_OR_RETURN(Tensor out, in->Reshaped(TensorShape(absl::MakeConstSpan(sizes))));
+    absl::StatusOr<TensorShape> shape = TensorShape::Make(sizes);
+    if (!shape.ok()) return Error(shape.status().message());
+    GR_ASSIGN_OR_RETURN(Tensor out, in->Reshaped(*shape));
     ctx->set_output(0, std::move(out));
     return absl::OkStatus();
   }
@@ -291,8 +294,9 @@ class ExpandDimsOp : public OpKernel {
     GR_ASSIGN_OR_RETURN(int axis, CanonicalAxis(*this, dim, in->dims() + 1, "dim"));
     TensorShape s = in->shape();
     s.InsertDim(axis, 1);
-    GR_ASSIGN_OR_RETURN(Tensor out, in->Reshaped(s));
-    ctx->set_output(0, std::move(out));
+    absl::StatusOr<Tensor> out = in->Reshaped(s);
+    if (!out.ok()) return array_util::Annotate(*this, out.status());
+    ctx->set_output(0, *std::move(out));
     return absl::OkStatus();
   }
 };
@@ -318,8 +322,9 @@ class SqueezeOp : public OpKernel {
     for (int i = 0; i < in->dims(); ++i) {
       if (!(drop[i] && in->dim_size(i) == 1)) s.AddDim(in->dim_size(i));
     }
-    GR_ASSIGN_OR_RETURN(Tensor out, in->Reshaped(s));
-    ctx->set_output(0, std::move(out));
+    absl::StatusOr<Tensor> out = in->Reshaped(s);
+    if (!out.ok()) return array_util::Annotate(*this, out.status());
+    ctx->set_output(0, *std::move(out));
     return absl::OkStatus();
   }
 

@@ -462,6 +462,34 @@ TEST(OneHotTest, DefaultAxis) {
   ExpectTensor(TS<float>({1, 0, 0, 0, 0, 1, 0, 0, 0}, {3, 3}), out[0]);
 }
 
+TEST(OneHotTest, DepthMustBeAScalar) {
+  OpTester t("OneHot", "oh");
+  t.Attr("T", DT_FLOAT).Attr("TI", DT_INT32);
+  t.Input(T1<int32_t>({0})).Input(TS<int32_t>({3}, {1, 1}));
+  t.Input(Tensor::Scalar<float>(1)).Input(Tensor::Scalar<float>(0));
+  ExpectError(t.Run(), absl::StatusCode::kInvalidArgument,
+              "node 'oh' (op OneHot): depth must be a scalar, but got: [1,1]");
+}
+
+// A requested shape whose element count overflows, even beside a 0.
+TEST(ReshapeTest, OverflowingShapesAreErrors) {
+  for (auto sizes : {std::vector<int64_t>{2147483647, 2147483647, 2147483647, 0},
+                     std::vector<int64_t>{2147483647, 2147483647, 2147483647, -1}}) {
+    OpTester t("Reshape", "r");
+    t.Attr("T", DT_FLOAT).Attr("Tshape", DT_INT64).Input(TS<float>({}, {0}));
+    t.Input(T1<int64_t>(sizes));
+    auto out = t.Run();
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(out.status().message()), HasSubstr("node 'r' (op Reshape): "));
+  }
+  OpTester deep("Reshape", "r");
+  deep.Attr("T", DT_FLOAT).Input(Tensor::Scalar<float>(1));
+  deep.Input(T1<int32_t>(std::vector<int32_t>(300, 1)));
+  ExpectError(deep.Run(), absl::StatusCode::kInvalidArgument,
+              "shape has 300 dimensions, more than the 254 a tensor may have");
+}
+
 TEST(TileTest, TwoD) {
   OpTester t("Tile");
   t.Attr("T", DT_INT32).Input(TS<int32_t>({1, 2, 3, 4}, {2, 2})).Input(T1<int32_t>({2, 2}));
@@ -513,8 +541,8 @@ TEST(StringContentsTest, CopiesAreChargedAndRefusedOverTheLimit) {
     EXPECT_GE(TensorBytesInUse(), before + 1000000);
   }
   ExpectError(fill(10000), absl::StatusCode::kResourceExhausted,
-              "cannot allocate the string contents filled into a [10000] string tensor: "
-              "10000000 bytes (9.5 MiB)");
+              "cannot allocate the string contents filled into a [10000] string tensor: the "
+              "tensor would hold 10320000 bytes (9.8 MiB), over the per-allocation cap");
   {
     OpTester t("Tile");
     t.Attr("T", DT_STRING).Input(T1<std::string>({kilo, "short"})).Input(T1<int32_t>({10000}));
@@ -542,7 +570,23 @@ TEST(StringContentsTest, CopiesAreChargedAndRefusedOverTheLimit) {
     t.Input(Tensor::Scalar<std::string>(kilo))
         .Input(T1<std::string>(std::vector<std::string>(10000, "x")));
     ExpectError(t.Run(), absl::StatusCode::kResourceExhausted,
-                "the joined strings ([10000]): 10010000 bytes");
+                "the joined strings ([10000]): the tensor would hold 10330000 bytes");
+  }
+  {
+    // SelectV2 broadcasting one long string over many elements.
+    OpTester t("SelectV2");
+    t.Attr("T", DT_STRING).Input(T1<bool>(std::vector<bool>(10000, true)));
+    t.Input(Tensor::Scalar<std::string>(kilo)).Input(Tensor::Scalar<std::string>("x"));
+    ExpectError(t.Run(), absl::StatusCode::kResourceExhausted,
+                "the string contents selected into a [10000] string tensor");
+  }
+  // One tensor filled in steps is held to the per-allocation cap as a whole.
+  SetMemoryLimits(int64_t{8} << 20, int64_t{1} << 20);
+  {
+    OpTester t("Tile");
+    t.Attr("T", DT_STRING).Input(T1<std::string>({kilo})).Input(T1<int32_t>({2000}));
+    ExpectError(t.Run(), absl::StatusCode::kResourceExhausted,
+                "over the per-allocation cap of 1.0 MiB (--max_allocation_bytes)");
   }
   EXPECT_EQ(TensorBytesInUse(), before);
   SetMemoryLimits(0, 0);

@@ -590,21 +590,39 @@ class SelectOp : public OpKernel {
     const T* tp = t.base<T>();
     const T* ep = e.base<T>();
     T* o = out->base<T>();
-    DimVector idx(rank, 0);
-    int64_t oc = 0, ot = 0, oe = 0;
-    for (int64_t i = 0, n = out->NumElements(); i < n; ++i) {
-      o[i] = c[oc] ? tp[ot] : ep[oe];
-      for (int d = rank - 1; d >= 0; --d) {
-        oc += sc[d];
-        ot += st[d];
-        oe += se[d];
-        if (++idx[d] < shape.dim_size(d)) break;
-        oc -= sc[d] * shape.dim_size(d);
-        ot -= st[d] * shape.dim_size(d);
-        oe -= se[d] * shape.dim_size(d);
-        idx[d] = 0;
+    // Calls fn(i, value) for every output element i.
+    auto walk = [&](auto&& fn) {
+      DimVector idx(rank, 0);
+      int64_t oc = 0, ot = 0, oe = 0;
+      for (int64_t i = 0, n = out->NumElements(); i < n; ++i) {
+        fn(i, c[oc] ? tp[ot] : ep[oe]);
+        for (int d = rank - 1; d >= 0; --d) {
+          oc += sc[d];
+          ot += st[d];
+          oe += se[d];
+          if (++idx[d] < shape.dim_size(d)) break;
+          oc -= sc[d] * shape.dim_size(d);
+          ot -= st[d] * shape.dim_size(d);
+          oe -= se[d] * shape.dim_size(d);
+          idx[d] = 0;
+        }
       }
+    };
+    if constexpr (std::is_same_v<T, std::string>) {
+      // Broadcasting copies a string many times: its contents are charged
+      // to the memory budget before they are copied.
+      int64_t bytes = 0;
+      walk([&](int64_t, const std::string& v) {
+        const int64_t b = StringContentsBytes(&v, 1);
+        bytes = bytes > std::numeric_limits<int64_t>::max() - b
+                    ? std::numeric_limits<int64_t>::max()
+                    : bytes + b;
+      });
+      GR_RETURN_IF_ERROR(out->buffer()->ChargeContents(
+          bytes, absl::StrCat("the string contents selected into a ", shape.DebugString(),
+                              " string tensor")));
     }
+    walk([&](int64_t i, const T& v) { o[i] = v; });
     return absl::OkStatus();
   }
 

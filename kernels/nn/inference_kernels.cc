@@ -23,15 +23,15 @@ namespace {
 
 using array_util::GetInput;
 
-// Copies element `src_i` of `src` to element `dst_i` of `dst` (same dtype).
-inline void CopyElement(const Tensor& src, int64_t src_i, const Tensor& dst, int64_t dst_i) {
-  if (src.dtype() == DT_STRING) {
-    dst.base<std::string>()[dst_i] = src.base<std::string>()[src_i];
-    return;
-  }
+// Copies element `src_i` of `src` to element `dst_i` of `dst` (same dtype;
+// a string's contents charged to the memory budget first).
+inline absl::Status CopyElement(const Tensor& src, int64_t src_i, const Tensor& dst,
+                                int64_t dst_i) {
+  if (src.dtype() == DT_STRING) return array_util::CopyElements(src, src_i, dst, dst_i, 1);
   const size_t sz = DataTypeSize(src.dtype());
   std::memcpy(static_cast<char*>(dst.raw_data()) + dst_i * sz,
               static_cast<const char*>(src.raw_data()) + src_i * sz, sz);
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -86,6 +86,9 @@ class PadOp : public OpKernel {
     // Per dimension, the input index each output index reads (-1: padding);
     // built once the output is allocated (no larger than it).
     GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, out_shape));
+    const int64_t total = out->NumElements();
+    // An empty output: no tables (a dimension may be huge beside a 0).
+    if (total == 0) return absl::OkStatus();
     std::vector<std::vector<int64_t>> src(rank);
     for (int d = 0; d < rank; ++d) {
       const int64_t n = in->dim_size(d), before = p[2 * d], size = dims[d];
@@ -108,13 +111,11 @@ class PadOp : public OpKernel {
         src[d][o] = i;
       }
     }
-    const int64_t total = out->NumElements();
-    if (total == 0) return absl::OkStatus();
     Tensor fill(in->dtype(), TensorShape({}));
     if (ctx->num_inputs() > 2) {
       GR_ASSIGN_OR_RETURN(const Tensor* cv, GetInput(*this, ctx, 2));
       if (cv->NumElements() != 1) return Error("constant_values must be a scalar");
-      CopyElement(*cv, 0, fill, 0);
+      GR_RETURN_IF_ERROR(CopyElement(*cv, 0, fill, 0));
     } else if (in->dtype() != DT_STRING) {
       std::memset(fill.raw_data(), 0, DataTypeSize(in->dtype()));
     }
@@ -132,11 +133,7 @@ class PadOp : public OpKernel {
         }
         off += i * in_stride[d];
       }
-      if (pad) {
-        CopyElement(fill, 0, *out, o);
-      } else {
-        CopyElement(*in, off, *out, o);
-      }
+      GR_RETURN_IF_ERROR(pad ? CopyElement(fill, 0, *out, o) : CopyElement(*in, off, *out, o));
       for (int d = rank - 1; d >= 0; --d) {
         if (++idx[d] < out_shape.dim_size(d)) break;
         idx[d] = 0;
@@ -363,6 +360,8 @@ class ResizeBilinearOp : public OpKernel {
     const Tensor& in = ctx->input(0);
     GR_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(
                                           0, TensorShape({g.batch, g.out_h, g.out_w, g.channels})));
+    // An empty output: no weight tables (a size may be huge beside a 0).
+    if (out->NumElements() == 0) return absl::OkStatus();
     struct Weight {
       int64_t lower, upper;
       float lerp;
@@ -436,8 +435,8 @@ class ResizeNearestOp : public OpKernel {
         for (int64_t x = 0; x < g.out_w; ++x) {
           const int64_t ix = source(x, g.scale_w, g.in_w);
           for (int64_t ch = 0; ch < c; ++ch) {
-            CopyElement(in, ((b * g.in_h + iy) * g.in_w + ix) * c + ch, *out,
-                        ((b * g.out_h + y) * g.out_w + x) * c + ch);
+            GR_RETURN_IF_ERROR(CopyElement(in, ((b * g.in_h + iy) * g.in_w + ix) * c + ch, *out,
+                                           ((b * g.out_h + y) * g.out_w + x) * c + ch));
           }
         }
       }

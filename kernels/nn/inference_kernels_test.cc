@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "graph/memory_budget.h"
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
 
@@ -99,6 +100,39 @@ TEST(PadTest, BadPaddingsAreErrors) {
   out = wide.Run();
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
   EXPECT_THAT(out.status().message(), HasSubstr("padded size is too large: shape ["));
+}
+
+// A long string padded in many times is charged as it is copied: refused
+// at the limit, not after the whole output is built; empty outputs build
+// no index tables however large their other dimensions.
+TEST(PadTest, StringsAreChargedAndEmptyOutputsCostNothing) {
+  const int64_t before = TensorBytesInUse();
+  SetMemoryLimits(int64_t{4} << 20, int64_t{4} << 20);
+  const std::string kilo(1000, 'k');
+  {
+    OpTester v2("PadV2", "pad");
+    v2.Attr("T", DT_STRING).Input(Tensor::FromVector<std::string>({"x"}));
+    v2.Input(TS<int32_t>({0, 9999}, TensorShape({1, 2}))).Input(Tensor::Scalar<std::string>(kilo));
+    auto out = v2.Run();
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+    EXPECT_THAT(out.status().message(), HasSubstr("the string contents copied into a [10000]"));
+    OpTester mirror("MirrorPad");
+    mirror.Attr("T", DT_STRING).Attr("mode", "SYMMETRIC");
+    mirror.Input(TS<std::string>({kilo}, TensorShape({1, 1, 1, 1, 1, 1, 1, 1, 1})));
+    mirror.Input(TS<int32_t>(std::vector<int32_t>(18, 1), TensorShape({9, 2})));
+    EXPECT_EQ(mirror.Run().status().code(), absl::StatusCode::kResourceExhausted);
+  }
+  SetMemoryLimits(0, 0);
+  EXPECT_EQ(TensorBytesInUse(), before);
+  // [0, 1] padded to [0, 2^27]: nothing to index.
+  OpTester empty("Pad");
+  empty.Attr("T", DT_FLOAT).Input(TS<float>({}, TensorShape({0, 1})));
+  empty.Input(TS<int32_t>({0, 0, 0, (1 << 27) - 1}, TensorShape({2, 2})));
+  EXPECT_EQ(Run1(empty).shape(), TensorShape({0, 1 << 27}));
+  OpTester resize("ResizeBilinear");
+  resize.Attr("T", DT_FLOAT).Input(TS<float>({}, TensorShape({1, 1, 1, 0})));
+  resize.Input(Tensor::FromVector<int32_t>({40000000, 1}));
+  EXPECT_EQ(Run1(resize).shape(), TensorShape({1, 40000000, 1, 0}));
 }
 
 TEST(BatchMatMulTest, BroadcastsBatchDimensions) {
