@@ -483,9 +483,10 @@ absl::Status RunMeasured(const ParsedFlags& flags, std::ostream& out) {
           : (metadata.ParseFromString(bytes) ? absl::OkStatus()
                                              : absl::InvalidArgumentError("not binary protobuf"));
   if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a RunMetadata (", text_format ? "text" : "binary",
-                     " format, chosen by the .pbtxt suffix: ", parsed.message(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": not a RunMetadata (read as ",
+        text_format ? "text, for its .pbtxt suffix" : "binary, having no .pbtxt suffix", ": ",
+        parsed.message(), ")"));
   }
   GR_ASSIGN_OR_RETURN(PlacementReport r, placement::MeasuredTrafficReport(metadata));
   GR_ASSIGN_OR_RETURN(std::string text, Render(r, flags.GetString("format", "text")));
