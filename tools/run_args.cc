@@ -210,6 +210,16 @@ absl::StatusOr<RunRequest> ParseRunArgs(absl::Span<const std::string> args) {
   req.target = flags.GetString("target");
   req.credentials = GetCredentialArgs(flags);
   GR_ASSIGN_OR_RETURN(req.placement, ParsePlacementFlags(flags));
+  // Flags that would otherwise be silently ignored.
+  if (flags.Has("batch_size") && !req.placement.enabled()) {
+    return absl::InvalidArgumentError(
+        "--batch_size needs --ps_tasks or --cluster (it sizes the placement's traffic estimate)");
+  }
+  if (!req.device_filters.empty() && req.target.empty()) {
+    return absl::InvalidArgumentError(
+        "--device_filters needs --target (it filters a cluster's devices; a local session has "
+        "no others)");
+  }
   // A local run maps every task (the PS tasks and a worker) onto a CPU
   // device of its own, and a session has at most 1024.
   if (req.target.empty() && req.placement.ps_tasks > 1023) {

@@ -97,6 +97,11 @@ TEST(RunArgsTest, UsageErrors) {
        "--devices: CPU=0: the count of CPU devices must be in [1, 1024]"},
       {{"g.pb", "--fetch", "y", "--devices", "CPU=1,GPU=5000"},
        "--devices: GPU=5000: the count of GPU devices must be in [0, 1024]"},
+      {{"g.pb", "--fetch", "y", "--batch_size", "5"},
+       "--batch_size needs --ps_tasks or --cluster (it sizes the placement's traffic estimate)"},
+      {{"g.pb", "--fetch", "y", "--device_filters", "/job:ps"},
+       "--device_filters needs --target (it filters a cluster's devices; a local session has no "
+       "others)"},
       {{"g.pb", "--fetch", "y", "--ps_tasks", "1024"},
        "--ps_tasks: 1024 PS tasks do not fit a local run (at most 1023, each on a CPU device of "
        "its own; give --target to run on a cluster)"},
