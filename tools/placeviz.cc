@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "graph/function_lowering.h"
 #include "graph/graph.h"
@@ -534,6 +535,11 @@ int PlacevizMain(absl::Span<const std::string> args, std::ostream& out, std::ost
   if (!placement.ok()) return usage_error(placement.status());
   if (!placement->enabled()) {
     return usage_error(absl::InvalidArgumentError("placeviz: give --ps_tasks=N or --cluster=JSON"));
+  }
+  if (flags->Has("compare") &&
+      absl::StrReplaceAll(flags->GetString("compare"), {{",", ""}}).empty()) {
+    return usage_error(absl::InvalidArgumentError(absl::StrCat(
+        "--compare: expected strategies S1,S2,..., got '", flags->GetString("compare"), "'")));
   }
   absl::Status s = Run(*flags, *placement, out);
   if (!s.ok()) {

@@ -140,6 +140,9 @@ TEST(PlacevizTest, TextAndCompare) {
   EXPECT_THAT(cmp.out, HasSubstr("balanced"));
   EXPECT_THAT(cmp.out, HasSubstr("imbalance (max/mean)"));
   std::cout << cmp.out;
+  Result none = Placeviz({m, "--ps_tasks=4", "--compare=,"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_EQ(none.err, "InvalidArgument: --compare: expected strategies S1,S2,..., got ','\n");
 }
 
 TEST(PlacevizTest, DotParsesAndHtmlIsSelfContained) {
