@@ -260,10 +260,11 @@ std::string TensorToJson(const Tensor& t) {
 }
 
 absl::StatusOr<Tensor> TensorFromJson(const JsonValue& value, DataType dtype) {
+  const DataType given = dtype;  // named as given (unknown_type_50_ref, not ..._50)
   dtype = BaseType(dtype);
   if (!DataTypeSupported(dtype) || dtype == DT_RESOURCE || dtype == DT_VARIANT) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot build a ", DataTypeString(dtype), " tensor from JSON"));
+        absl::StrCat("cannot build a ", DataTypeString(given), " tensor from JSON"));
   }
   std::vector<int64_t> dims;
   FindShape(value, &dims);

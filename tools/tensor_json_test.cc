@@ -167,6 +167,8 @@ TEST(TensorFromJsonTest, OtherErrors) {
             "value 1 cannot be string: not a string");
   EXPECT_EQ(TensorFromJsonText("1", DT_RESOURCE).status().message(),
             "cannot build a resource tensor from JSON");
+  EXPECT_EQ(TensorFromJsonText("1", static_cast<DataType>(150)).status().message(),
+            "cannot build a unknown_type_50_ref tensor from JSON");
 }
 
 TEST(TensorFromJsonTest, RaggedArrays) {
