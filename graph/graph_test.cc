@@ -199,5 +199,18 @@ TEST(GraphImportTest, HugeListLengthIsRefused) {
   EXPECT_THAT(s.message(), HasSubstr("node 'm': attr 'N' = 4000000000 is above the limit"));
 }
 
+// A shape attr (a Placeholder's) holds to the 254 dimensions a tensor may have.
+TEST(GraphImportTest, ShapeAttrsOfMoreThan254DimensionsAreRefused) {
+  std::string dims;
+  for (int i = 0; i < 255; ++i) dims += "dim { size: 1 } ";
+  absl::Status s = Import(
+      "node { name: 'p' op: 'Placeholder' attr { key: 'dtype' value { type: DT_FLOAT } } "
+      "attr { key: 'shape' value { shape { " +
+      dims + "} } } }");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("node 'p' (op Placeholder): attr 'shape' has a shape of more "
+                                     "than the 254 dimensions a tensor may have"));
+}
+
 }  // namespace
 }  // namespace graphrun

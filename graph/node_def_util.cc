@@ -1,5 +1,7 @@
 #include "graph/node_def_util.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -237,6 +239,18 @@ absl::Status ValidateNodeDef(const tensorflow::NodeDef& node_def, const tensorfl
       return absl::InvalidArgumentError(absl::StrCat("node '", node, "' (op ", op_def.name(),
                                                      "): attr '", a.name(), "' should be ",
                                                      a.type(), " but is ", SummarizeAttrValue(v)));
+    }
+    // TensorFlow's limit on a shape's rank holds for shape attrs too.
+    auto too_deep = [](const tensorflow::TensorShapeProto& s) {
+      return !s.unknown_rank() && s.dim_size() > TensorShape::kMaxDims;
+    };
+    if ((a.type() == "shape" && too_deep(v.shape())) ||
+        (a.type() == "list(shape)" &&
+         std::any_of(v.list().shape().begin(), v.list().shape().end(), too_deep))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", node, "' (op ", op_def.name(), "): attr '", a.name(),
+                       "' has a shape of more than the ", TensorShape::kMaxDims,
+                       " dimensions a tensor may have"));
     }
     if (a.has_minimum()) {
       int64_t have = absl::StartsWith(a.type(), "list(") ? ListSize(v) : v.i();
