@@ -219,11 +219,8 @@ absl::Status TensorBuffer::ChargeContents(int64_t delta, absl::string_view what)
 }
 
 int64_t StringContentsBytes(const std::string* s, int64_t n) {
-  constexpr size_t kInline = 15;
   int64_t bytes = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (s[i].size() > kInline) bytes += static_cast<int64_t>(s[i].size());
-  }
+  for (int64_t i = 0; i < n; ++i) bytes += StringHeapBytes(static_cast<int64_t>(s[i].size()));
   return bytes;
 }
 
@@ -382,7 +379,7 @@ absl::StatusOr<Tensor> StringsFromContent(const std::string& content, const Tens
                             " follow them"));
   }
   int64_t heap = 0;
-  for (uint32_t v : sizes) heap += v > 15 ? v : 0;
+  for (uint32_t v : sizes) heap += StringHeapBytes(v);
   GR_RETURN_IF_ERROR(
       t.buffer()->ChargeContents(heap, absl::StrCat("TensorProto: the string contents of a ",
                                                     shape.DebugString(), " string tensor")));
@@ -447,8 +444,8 @@ absl::StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
     const auto& v = proto.string_val();
     if (!v.empty() && v.size() <= n) {
       int64_t contents = 0;
-      for (const std::string& s : v) contents += StringContentsBytes(&s, 1);
-      const int64_t last = StringContentsBytes(&v.Get(v.size() - 1), 1);
+      for (const std::string& s : v) contents += StringHeapBytes(static_cast<int64_t>(s.size()));
+      const int64_t last = StringHeapBytes(static_cast<int64_t>(v.Get(v.size() - 1).size()));
       const int64_t rest = n - v.size();
       contents = last > 0 && rest > (std::numeric_limits<int64_t>::max() - contents) / last
                      ? std::numeric_limits<int64_t>::max()

@@ -99,8 +99,10 @@ class TensorBuffer {
   const DeviceMemorySpace* space_ = nullptr;
 };
 
-// Heap bytes of `n` strings: the sizes of those too long to live inside
-// the std::string itself (libstdc++ keeps up to 15 characters inline).
+// Heap bytes of a string of `size` characters: 0 when it lives inside the
+// std::string itself (libstdc++ keeps up to 15 characters inline).
+inline int64_t StringHeapBytes(int64_t size) { return size > 15 ? size : 0; }
+// The same for `n` strings.
 int64_t StringContentsBytes(const std::string* s, int64_t n);
 
 class Tensor {

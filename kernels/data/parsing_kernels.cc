@@ -69,7 +69,7 @@ absl::Status CopyValues(const tensorflow::Feature& f, DataType t, Tensor* out, i
       const auto& v = f.bytes_list().value();
       int64_t delta = 0;
       for (int i = 0; i < v.size(); ++i) {
-        delta += StringContentsBytes(&v.Get(i), 1) -
+        delta += StringHeapBytes(static_cast<int64_t>(v.Get(i).size())) -
                  StringContentsBytes(out->base<std::string>() + at + i, 1);
       }
       GR_RETURN_IF_ERROR(out->buffer()->ChargeContents(

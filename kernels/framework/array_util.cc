@@ -63,7 +63,7 @@ absl::Status FillWith(const Tensor& value, const Tensor& out) {
       const std::string& v = value.scalar<std::string>();
       auto flat = out.flat<std::string>();
       if (out.buffer() != nullptr) {
-        const int64_t each = StringContentsBytes(&v, 1);
+        const int64_t each = StringHeapBytes(static_cast<int64_t>(v.size()));
         const int64_t old = StringContentsBytes(flat.data(), n);
         // Saturated: over any limit anyway.
         const int64_t total = each > 0 && n > std::numeric_limits<int64_t>::max() / each

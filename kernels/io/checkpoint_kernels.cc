@@ -200,7 +200,8 @@ class StringJoinOp : public OpKernel {
         size += static_cast<int64_t>(t->base<std::string>()[t->dims() == 0 ? 0 : j].size());
       }
       sizes[j] = size;
-      if (size > 15) total = total > INT64_MAX - size ? INT64_MAX : total + size;
+      const int64_t heap = StringHeapBytes(size);
+      total = total > INT64_MAX - heap ? INT64_MAX : total + heap;
     }
     GR_RETURN_IF_ERROR(out->buffer()->ChargeContents(
         total, absl::StrCat("the joined strings (", shape.DebugString(), ")")));

@@ -613,7 +613,7 @@ class SelectOp : public OpKernel {
       // to the memory budget before they are copied.
       int64_t bytes = 0;
       walk([&](int64_t, const std::string& v) {
-        const int64_t b = StringContentsBytes(&v, 1);
+        const int64_t b = StringHeapBytes(static_cast<int64_t>(v.size()));
         bytes = bytes > std::numeric_limits<int64_t>::max() - b
                     ? std::numeric_limits<int64_t>::max()
                     : bytes + b;
