@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 
 namespace graphrun {
 namespace {
@@ -66,9 +67,23 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
     return;
   }
   const int64_t block = (total + shards - 1) / shards;
+  // A shard that throws (std::bad_alloc from a vector a kernel grows) must
+  // not end the process on a pool thread, nor unwind the caller while other
+  // shards still use this frame: every shard is caught, the caller waits
+  // for all of them, then rethrows the first exception, which the
+  // executor's ComputeGuarded turns into the node's error.
   std::mutex m;
   std::condition_variable cv;
   int64_t pending = 0;
+  std::exception_ptr first;
+  auto run = [&](int64_t b, int64_t e) {
+    try {
+      fn(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> l(m);
+      if (!first) first = std::current_exception();
+    }
+  };
   for (int64_t s = 1; s < shards; ++s) {
     int64_t b = s * block, e = std::min(total, b + block);
     if (b >= e) break;
@@ -76,15 +91,24 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
       std::lock_guard<std::mutex> l(m);
       ++pending;
     }
-    Schedule([&, b, e] {
-      fn(b, e);
-      std::lock_guard<std::mutex> l(m);
-      if (--pending == 0) cv.notify_all();
-    });
+    try {
+      Schedule([&, b, e] {
+        run(b, e);
+        std::lock_guard<std::mutex> l(m);
+        if (--pending == 0) cv.notify_all();
+      });
+    } catch (...) {  // the queue could not grow: this shard runs here
+      {
+        std::lock_guard<std::mutex> l(m);
+        --pending;
+      }
+      run(b, e);
+    }
   }
-  fn(0, std::min(total, block));
+  run(0, std::min(total, block));
   std::unique_lock<std::mutex> l(m);
   cv.wait(l, [&] { return pending == 0; });
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace graphrun
