@@ -196,7 +196,7 @@ TEST(CheckpointTest, ParseShapeAndSlice) {
   ASSERT_OK_AND_ASSIGN(auto whole, checkpoint::ParseShapeAndSlice(""));
   EXPECT_TRUE(whole.whole);
   for (const char* bad : {"4 10 0,5:-", "4 10 0,2", "x 10 -:-", "4 10 0,2:-:-", "4 -1 -:-",
-                          "4 10 a,b:-", "4 10 -3,1:-"}) {
+                          "4 10 a,b:-", "4 10 -3,1:-", "2 2", "4", "4 10 ", "0,2:-"}) {
     EXPECT_EQ(checkpoint::ParseShapeAndSlice(bad).status().code(),
               absl::StatusCode::kInvalidArgument)
         << bad;

@@ -178,18 +178,15 @@ absl::StatusOr<ShapeAndSlice> ParseShapeAndSlice(absl::string_view spec) {
     }
     dims.push_back(d);
   }
-  // The slice of a scalar is empty, so "" after the dims may be missing; a
-  // last part that parses as a number with no slice syntax is a dimension.
-  absl::string_view last = parts.back();
-  int64_t d;
-  TensorSlice slice;
-  if (absl::SimpleAtoi(last, &d) && !absl::StrContains(last, ',')) {
-    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("bad shape_and_slice '", spec, "'"));
-    dims.push_back(d);
-    slice = TensorSlice::Full(static_cast<int>(dims.size()));
-  } else {
-    GR_ASSIGN_OR_RETURN(slice, TensorSlice::Parse(last));
+  // TensorFlow's rule: the dimensions, then the slice ("-" or start,length
+  // per dimension). "2 2" is a shape with a slice "2" that says nothing,
+  // an error there and here (it once read as the whole of a [2, 2]).
+  if (parts.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad shape_and_slice '", spec, "': expected the dimensions, then the slice"));
   }
+  TensorSlice slice;
+  GR_ASSIGN_OR_RETURN(slice, TensorSlice::Parse(parts.back()));
   if (dims.size() > static_cast<size_t>(kMaxRank)) {
     return absl::InvalidArgumentError(absl::StrCat("bad shape_and_slice '", spec, "': rank"));
   }
