@@ -11,6 +11,7 @@
 // modification time.
 #include <sys/stat.h>
 
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -118,25 +119,35 @@ class ReaderCache {
     StepResources* step = ctx->step_resources();
     const int64_t id = ctx->step_id();
     const Signature sig = SignatureOf(files);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (step != nullptr && !sig.empty()) {
-      auto it = steps_.find(id);
-      if (it != steps_.end()) {
-        for (const Entry& e : it->second) {
-          if (e.pattern == pattern && e.signature == sig) return e.reader;
-        }
+    if (step == nullptr || sig.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++opens_;
+      }
+      return OpenShared(pattern);
+    }
+    // One open per checkpoint and step, and no lock held while it reads
+    // the files: the step's other Restore ops wait for that open, and
+    // other steps (another checkpoint, another session) do not.
+    std::promise<Opened> promise;
+    std::shared_future<Opened> opened;
+    bool mine = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<Entry>& entries = steps_[id];
+      for (const Entry& e : entries) {
+        if (e.pattern == pattern && e.signature == sig) opened = e.reader;
+      }
+      if (!opened.valid()) {
+        if (entries.empty()) step->Add([this, id] { Forget(id); });
+        opened = promise.get_future().share();
+        entries.push_back({pattern, sig, opened});
+        ++opens_;
+        mine = true;
       }
     }
-    GR_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::BundleReader> reader,
-                        checkpoint::BundleReader::Open(pattern));
-    ++opens_;
-    std::shared_ptr<const checkpoint::BundleReader> shared = std::move(reader);
-    if (step != nullptr && !sig.empty()) {
-      std::vector<Entry>& entries = steps_[id];
-      if (entries.empty()) step->Add([this, id] { Forget(id); });
-      entries.push_back({pattern, sig, shared});
-    }
-    return shared;
+    if (mine) promise.set_value(OpenShared(pattern));
+    return opened.get();
   }
 
   // For tests: checkpoints opened so far; steps holding readers now.
@@ -150,11 +161,17 @@ class ReaderCache {
   }
 
  private:
+  using Opened = absl::StatusOr<std::shared_ptr<const checkpoint::BundleReader>>;
   struct Entry {
     std::string pattern;
     Signature signature;
-    std::shared_ptr<const checkpoint::BundleReader> reader;
+    std::shared_future<Opened> reader;  // ready once the first Open read the files
   };
+  static Opened OpenShared(const std::string& pattern) {
+    GR_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::BundleReader> reader,
+                        checkpoint::BundleReader::Open(pattern));
+    return std::shared_ptr<const checkpoint::BundleReader>(std::move(reader));
+  }
   void Forget(int64_t id) {
     std::vector<Entry> gone;  // freed outside the lock
     std::lock_guard<std::mutex> lock(mu_);
