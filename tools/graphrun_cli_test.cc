@@ -60,6 +60,11 @@ TEST(GraphrunCliTest, TestAccelDeviceAndSoftPlacement) {
   soft_args.push_back("--soft_placement");
   soft_args.push_back("--log_device_placement");
   Result soft = Graphrun(soft_args);
+  // A kernel's error on the accelerator names that kernel, not the CPU's
+  // _Recv that the step's abort reached.
+  std::vector<std::string> bad_args = soft_args;
+  bad_args[3] = "x=[[1,2,3]]";
+  Result bad = Graphrun(bad_args);
   unsetenv("GRAPHRUN_TEST_ACCEL_DEVICES");
   Result cpu = Graphrun(run);
 
@@ -78,6 +83,9 @@ TEST(GraphrunCliTest, TestAccelDeviceAndSoftPlacement) {
   EXPECT_THAT(soft.err, HasSubstr("label (Const): /job:localhost/replica:0/task:0/device:CPU:0 "
                                   "(soft placement: node 'label' (op Const): no kernel for device "
                                   "type TEST_ACCEL"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("\nInvalidArgument: node 'MatMul' (op MatMul): matrix "));
+  EXPECT_THAT(bad.err, Not(HasSubstr("_recv")));
   // Without the variable there is no such device.
   EXPECT_EQ(cpu.exit_code, 1);
   EXPECT_THAT(cpu.err, HasSubstr("matches no device"));

@@ -7,6 +7,7 @@
 // (host-to-device stream) when the device can hold its type, so a
 // transfer between two accelerators, or to another task, goes through the
 // host.
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/core/register.h"
 #include "kernels/framework/variable.h"
@@ -34,6 +35,14 @@ absl::StatusOr<Rendezvous::ParsedKey> KeyFor(const OpKernel& k, const TransferAt
   return Rendezvous::ParseKey(
       Rendezvous::CreateKey(a.send_device, static_cast<uint64_t>(a.send_device_incarnation),
                             a.recv_device, a.tensor_name, ctx->frame_iter()));
+}
+
+// A transfer's failure names the transfer node, unless it already names a
+// node: then it is another node's error that the step's abort carried to
+// this rendezvous, and that node is the one to name (not '.../_recv').
+absl::Status NameTransfer(const absl::Status& s, const std::string& node) {
+  if (absl::StartsWith(s.message(), "node '")) return s;
+  return AnnotateStatus(s, absl::StrCat("node '", node, "': "));
 }
 
 // The accelerator's transfer kernels run only on an accelerator.
@@ -64,7 +73,7 @@ class SendOp : public OpKernel {
       return AnnotateStatus(s, absl::StrCat("node '", name(), "': "));
     }
     absl::Status s = ctx->rendezvous()->Send(key, args, value, dead);
-    if (!s.ok()) return AnnotateStatus(s, absl::StrCat("node '", name(), "': "));
+    if (!s.ok()) return NameTransfer(s, name());
     return absl::OkStatus();
   }
 
@@ -90,7 +99,7 @@ class RecvOp : public AsyncOpKernel {
         *key, args,
         [ctx, done = std::move(done), node](const absl::Status& s, const Tensor& v, bool is_dead) {
           if (!s.ok()) {
-            done(AnnotateStatus(s, absl::StrCat("node '", node, "': ")));
+            done(NameTransfer(s, node));
             return;
           }
           if (!is_dead) ctx->set_output(0, v);
@@ -123,7 +132,7 @@ class AcceleratorSendOp : public AsyncOpKernel {
       Rendezvous::Args args;
       args.cancellation_manager = ctx->cancellation_manager();
       absl::Status s = ctx->rendezvous()->Send(key, args, v, is_dead);
-      return s.ok() ? s : AnnotateStatus(s, absl::StrCat("node '", node, "': "));
+      return s.ok() ? s : NameTransfer(s, node);
     };
     if (dead || value.memory_space() != acc->memory_space()) {
       done(send(value, dead));
@@ -138,7 +147,7 @@ class AcceleratorSendOp : public AsyncOpKernel {
     Tensor h = *host;
     acc->CopyDeviceToHost(value, h, [send, h, node, done = std::move(done)](const absl::Status& s) {
       if (!s.ok()) {
-        done(AnnotateStatus(s, absl::StrCat("node '", node, "': ")));
+        done(NameTransfer(s, node));
         return;
       }
       done(send(h, false));
@@ -175,7 +184,7 @@ class AcceleratorRecvOp : public AsyncOpKernel {
         [ctx, acc, host, done = std::move(done), node](const absl::Status& s, const Tensor& v,
                                                        bool is_dead) {
           if (!s.ok()) {
-            done(AnnotateStatus(s, absl::StrCat("node '", node, "': ")));
+            done(NameTransfer(s, node));
             return;
           }
           if (is_dead) {

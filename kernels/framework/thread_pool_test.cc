@@ -65,8 +65,7 @@ TEST(ThreadPoolTest, AShardsExceptionReachesTheCaller) {
         // thrower 0: the caller's shard; 1: the first pool shard to run;
         // 2, 3: every shard.
         const bool on_caller = std::this_thread::get_id() == caller;
-        if ((thrower == 0 && on_caller) || (thrower == 1 && !on_caller && k <= 1) ||
-            thrower >= 2) {
+        if ((thrower == 0 && on_caller) || (thrower == 1 && !on_caller && k <= 1) || thrower >= 2) {
           throw std::bad_alloc();
         }
       });

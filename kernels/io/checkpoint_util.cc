@@ -182,8 +182,8 @@ absl::StatusOr<ShapeAndSlice> ParseShapeAndSlice(absl::string_view spec) {
   // per dimension). "2 2" is a shape with a slice "2" that says nothing,
   // an error there and here (it once read as the whole of a [2, 2]).
   if (parts.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bad shape_and_slice '", spec, "': expected the dimensions, then the slice"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad shape_and_slice '", spec, "': expected the dimensions, then the slice"));
   }
   TensorSlice slice;
   GR_ASSIGN_OR_RETURN(slice, TensorSlice::Parse(parts.back()));
