@@ -145,7 +145,10 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
               "tensor '", e.name, "': slice ", written.DebugString(), " holds ", count,
               " values of ", DataTypeString(e.dtype), " for ", shape.num_elements(), " elements"));
         }
-        tensorflow::TensorProto p = d.data();
+        // Taken from the record, not copied (a string tensor's values would
+        // be held three times while it decodes).
+        tensorflow::TensorProto p;
+        p.Swap(record.mutable_data()->mutable_data());
         p.set_dtype(static_cast<tensorflow::DataType>(e.dtype));
         for (int64_t n : shape.dim_sizes()) p.mutable_tensor_shape()->add_dim()->set_size(n);
         absl::StatusOr<Tensor> v = Tensor::FromProto(p);
