@@ -17,6 +17,7 @@
 #include "graph/status.h"
 #include "tools/flags.h"
 #include "util/auth_token.h"
+#include "util/temp_dir.h"
 #include "util/tls_credentials.h"
 
 namespace graphrun {
@@ -139,11 +140,12 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
   } else {
     token = NewRandomToken();
     if (token_file.empty()) {
-      token_dir = "/tmp/graphrun_cluster_XXXXXX";
-      if (mkdtemp(token_dir.data()) == nullptr) {
-        err << "Internal: cluster: cannot create a directory for the token\n";
+      absl::StatusOr<std::string> made = MakeTempDir("graphrun_cluster_");
+      if (!made.ok()) {
+        err << "Internal: cluster: the token's directory: " << made.status().message() << "\n";
         return kExitFailure;
       }
+      token_dir = *made;
       token_file = token_dir + "/token";
     }
     absl::Status w = WriteTokenFile(token_file, token);

@@ -24,6 +24,7 @@
 #include "tools/flags.h"
 #include "tools/model_graph.h"
 #include "tools/placement_flags.h"
+#include "util/temp_dir.h"
 
 namespace graphrun {
 namespace tools {
@@ -284,25 +285,24 @@ std::string ReportToDot(const PlacementReport& r) {
 }
 
 absl::StatusOr<std::string> DotToSvg(const std::string& dot_text) {
-  char path[] = "/tmp/placeviz_XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0) return absl::InternalError("cannot create a temporary file for dot");
-  close(fd);
+  GR_ASSIGN_OR_RETURN(const std::string path, MakeTempFile("placeviz_"));
   absl::Status written = WriteStringToFile(path, dot_text);
   if (!written.ok()) {
-    unlink(path);
+    unlink(path.c_str());
     return written;
   }
-  FILE* pipe = popen(absl::StrCat("dot -Tsvg '", path, "' 2>&1").c_str(), "r");
+  // Quoted for the shell ($TMPDIR may hold any character but NUL).
+  const std::string quoted = absl::StrCat("'", absl::StrReplaceAll(path, {{"'", "'\\''"}}), "'");
+  FILE* pipe = popen(absl::StrCat("dot -Tsvg ", quoted, " 2>&1").c_str(), "r");
   if (pipe == nullptr) {
-    unlink(path);
+    unlink(path.c_str());
     return absl::InternalError("cannot run dot");
   }
   std::string svg;
   char buf[8192];
   for (size_t n; (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) svg.append(buf, n);
   const int status = pclose(pipe);
-  unlink(path);
+  unlink(path.c_str());
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
     return absl::UnavailableError("Graphviz 'dot' is not installed (apt-get install graphviz)");
   }

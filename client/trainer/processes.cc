@@ -27,6 +27,7 @@
 #include "distributed/process_util.h"
 #include "graph/status.h"
 #include "util/json.h"
+#include "util/temp_dir.h"
 
 namespace graphrun {
 namespace client {
@@ -204,10 +205,12 @@ absl::StatusOr<TrainResult> TrainProcessCluster(const TrainConfig& config, std::
   constexpr int kStopTimeoutMs = 5000;
   constexpr int kWorkerExitTimeoutMs = 60000;
   GR_ASSIGN_OR_RETURN(std::string binary, GraphrunBinary(c));
-  std::string log_dir = "/tmp/graphrun_train_tasks_XXXXXX";
-  if (mkdtemp(log_dir.data()) == nullptr) {
-    return absl::FailedPreconditionError("train: cannot create a directory for the task logs");
+  absl::StatusOr<std::string> made = MakeTempDir("graphrun_train_tasks_");
+  if (!made.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("train: the task logs: ", made.status().message()));
   }
+  const std::string log_dir = *made;
   // Every task binds a free port of its own and reports it; the cluster
   // goes out once all are known (distributed/launcher_link.h). Worker 0, the
   // chief, is this process.

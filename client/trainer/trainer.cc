@@ -10,6 +10,7 @@
 #include "distributed/cluster_spec.h"
 #include "distributed/rpc/grpc_session.h"
 #include "graph/status.h"
+#include "util/temp_dir.h"
 
 namespace graphrun {
 namespace client {
@@ -69,10 +70,12 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& c, std::ostream* log) {
   if (!c.export_saved_model.empty() && c.checkpoint_dir.empty()) {
     // A SavedModel's weights come from the last checkpoint: a run without
     // checkpoints makes them in a private directory, removed afterwards.
-    std::string tmp = "/tmp/graphrun-export-XXXXXX";
-    if (mkdtemp(tmp.data()) == nullptr) {
-      return absl::InternalError("train: cannot make a temporary checkpoint directory");
+    absl::StatusOr<std::string> made = MakeTempDir("graphrun-export-");
+    if (!made.ok()) {
+      return absl::InternalError(
+          absl::StrCat("train: the temporary checkpoint directory: ", made.status().message()));
     }
+    const std::string tmp = *made;
     TrainConfig with = c;
     with.checkpoint_dir = tmp;
     absl::StatusOr<TrainResult> r = Train(with, log);
