@@ -347,6 +347,9 @@ absl::Status ParseTextProto(absl::string_view text, google::protobuf::Message* m
   } errors;
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
+  // Nesting as deep as the binary parser allows (protobuf's default of 100):
+  // unbounded, a 130 KB file of nested messages overflowed the stack.
+  parser.SetRecursionLimit(kMaxProtoNesting);
   google::protobuf::io::ArrayInputStream in(text.data(), static_cast<int>(text.size()));
   if (text.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return absl::InvalidArgumentError("text proto is larger than 2 GiB");

@@ -171,6 +171,9 @@ absl::Status ValidateNodeNames(const tensorflow::GraphDef& def);
 // Parses a GraphDef file: binary (.pb) or text (.pbtxt, comments allowed).
 // The format is chosen by extension, falling back to trying both.
 absl::StatusOr<tensorflow::GraphDef> ReadGraphDefFile(const std::string& path);
+// The deepest nesting of messages a text proto may have: protobuf's limit
+// for binary ones.
+inline constexpr int kMaxProtoNesting = 100;
 // Parses protobuf text format into `msg` without logging: InvalidArgument
 // "line L, column C: ..." with the parser's first error.
 absl::Status ParseTextProto(absl::string_view text, google::protobuf::Message* msg);

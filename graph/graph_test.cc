@@ -113,6 +113,26 @@ TEST(GraphParseTest, BinaryAndTextWithComments) {
   EXPECT_EQ(garbage.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Text nested deeper than the binary parser allows is an error, not a
+// stack overflow (2,500 levels of attr { value { func { ... } } } crashed).
+TEST(GraphParseTest, DeepTextNestingIsRefused) {
+  auto nested = [](int depth) {
+    std::string open, close;
+    for (int i = 0; i < depth; ++i) {
+      open += "attr { key: 'a' value { func { name: 'f' ";
+      close += "} } } ";
+    }
+    return "node { name: 'x' op: 'NoOp' " + open + close + "}";
+  };
+  ASSERT_TRUE(ParseGraphDef(nested(30), true).ok());  // 92 levels
+  for (int depth : {40, 2500, 100000}) {
+    auto deep = ParseGraphDef(nested(depth), true);
+    EXPECT_EQ(deep.status().code(), absl::StatusCode::kInvalidArgument) << depth;
+    EXPECT_THAT(std::string(deep.status().message()), ::testing::HasSubstr("recursion limit of 100"))
+        << deep.status();
+  }
+}
+
 TEST(OpRegistryTest, BuilderParsesTensorFlowSpecs) {
   OpRegistry r;
   ASSERT_TRUE(r.AddOrError(OpDefBuilder("T1")

@@ -94,7 +94,7 @@ bool Load(const std::string& path, std::vector<tensorflow::GraphDef>* out) {
   if (!text.ok()) return false;
   tensorflow::SavedModel model;
   if (absl::EndsWith(path, ".pbtxt") && absl::StrContains(*text, "meta_graphs") &&
-      google::protobuf::TextFormat::ParseFromString(*text, &model) && model.meta_graphs_size()) {
+      ParseTextProto(*text, &model).ok() && model.meta_graphs_size()) {
     for (const auto& mg : model.meta_graphs()) out->push_back(mg.graph_def());
     return true;
   }
