@@ -11,6 +11,8 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "distributed/rpc/grpc_server.h"
 #include "gmock/gmock.h"
@@ -114,6 +116,39 @@ TEST(BindAddressTest, BeyondLoopbackNeedsCredentialsOrInsecure) {
     EXPECT_TRUE(st.ok()) << st;
     EXPECT_THAT(err.str(), HasSubstr("listens on 0.0.0.0 without credentials (--insecure)"));
     (*s)->Stop();
+  }
+}
+
+// Every option Create refuses is an error, never a crash of the half-made
+// server's destructor (--max_message_mb=1 under the default 4 MiB receive
+// chunk was a SIGSEGV).
+TEST(BindAddressTest, RefusedOptionsAreErrors) {
+  auto options = [] {
+    ServerOptions so;
+    so.cluster.AddTask("worker", "127.0.0.1:0");
+    so.job = "worker";
+    so.task = 0;
+    return so;
+  };
+  std::vector<std::pair<std::string, ServerOptions>> cases;
+  cases.emplace_back("--job is required", options());
+  cases.back().second.job = "";
+  cases.emplace_back("is not in the cluster", options());
+  cases.back().second.task = 3;
+  cases.emplace_back("bad port", options());
+  cases.back().second.port = 70000;
+  cases.emplace_back("recv_chunk_bytes must be in", options());
+  cases.back().second.max_message_bytes = 1 << 20;
+  cases.emplace_back("thread counts", options());
+  cases.back().second.inter_op_threads = -1;
+  cases.emplace_back("max_sessions", options());
+  cases.back().second.limits.max_sessions = 0;
+  cases.emplace_back("heartbeat_interval_ms", options());
+  cases.back().second.heartbeat_misses = 0;
+  for (const auto& [needle, so] : cases) {
+    auto s = GrpcServer::Create(so);
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << needle;
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr(needle));
   }
 }
 

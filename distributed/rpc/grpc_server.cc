@@ -183,7 +183,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
 
 GrpcServer::~GrpcServer() {
   Stop();
-  health_->Stop();  // (a server never started)
+  if (health_ != nullptr) health_->Stop();  // a server never started (or refused by Create)
   // Sessions close before the worker and cache they use go away.
   master_.reset();
   worker_.reset();
