@@ -2,33 +2,84 @@
 
 #include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace graphrun {
 
+namespace {
+
+// Tokens travel as gRPC metadata, which takes printable ASCII only (gRPC
+// aborts the process on any other byte), and within its 8 KiB of headers.
+constexpr size_t kMaxTokenBytes = 4096;
+
+}  // namespace
+
+absl::Status CheckAuthToken(const std::string& token, const std::string& from) {
+  if (token.size() > kMaxTokenBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the token in ", from, " is longer than ", kMaxTokenBytes, " bytes"));
+  }
+  for (size_t i = 0; i < token.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(token[i]);
+    if (c < 0x20 || c > 0x7e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the token in ", from, " holds a byte that is not printable ASCII (at offset ", i,
+          "): tokens go out as gRPC metadata; make one with `openssl rand -hex 32`"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> LoadAuthToken(const std::string& file) {
   if (!file.empty()) {
-    std::ifstream f(file, std::ios::binary);
-    if (!f) return absl::NotFoundError(absl::StrCat("cannot read the token file ", file));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::string token(absl::StripAsciiWhitespace(ss.str()));
+    // Not a FIFO or a device that never ends, nor a directory.
+    const int fd = open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::NotFoundError(
+          absl::StrCat("cannot read the token file ", file, ": ", std::strerror(errno)));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      close(fd);
+      return absl::InvalidArgumentError(
+          absl::StrCat("the token file ", file, " is not a regular file"));
+    }
+    if (st.st_size > static_cast<off_t>(2 * kMaxTokenBytes)) {
+      close(fd);
+      return absl::InvalidArgumentError(absl::StrCat("the token file ", file, " holds ", st.st_size,
+                                                     " bytes; a token is at most ",
+                                                     kMaxTokenBytes));
+    }
+    std::string bytes(static_cast<size_t>(st.st_size), '\0');
+    size_t got = 0;
+    while (got < bytes.size()) {
+      const ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    close(fd);
+    bytes.resize(got);
+    std::string token(absl::StripAsciiWhitespace(bytes));
     if (token.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("the token file ", file, " is empty"));
     }
+    if (absl::Status s = CheckAuthToken(token, absl::StrCat("the file ", file)); !s.ok()) return s;
     return token;
   }
   const char* env = std::getenv("GRAPHRUN_AUTH_TOKEN");
-  return env == nullptr ? std::string() : std::string(absl::StripAsciiWhitespace(env));
+  if (env == nullptr) return std::string();
+  std::string token(absl::StripAsciiWhitespace(env));
+  if (absl::Status s = CheckAuthToken(token, "GRAPHRUN_AUTH_TOKEN"); !s.ok()) return s;
+  return token;
 }
 
 std::string NewRandomToken() {

@@ -14,6 +14,11 @@ namespace graphrun {
 // NotFound or InvalidArgument (an empty file) naming the file.
 absl::StatusOr<std::string> LoadAuthToken(const std::string& file);
 
+// OK for a token gRPC metadata can carry: printable ASCII, at most 4096
+// bytes. Else InvalidArgument naming `from` (a file, a variable), never
+// the token.
+absl::Status CheckAuthToken(const std::string& token, const std::string& from);
+
 // A fresh token for one run of a local cluster: 32 random bytes (the
 // kernel's getrandom), as 64 hex digits.
 std::string NewRandomToken();

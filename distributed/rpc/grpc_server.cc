@@ -98,6 +98,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const ServerOptio
   if (options.max_recv_tensor_bytes < 0) {
     return absl::InvalidArgumentError("server: max_recv_tensor_bytes must not be negative");
   }
+  if (!options.auth_token.empty()) {
+    GR_RETURN_IF_ERROR(CheckAuthToken(options.auth_token, "the server's options"));
+  }
   if (options.inter_op_threads < 0 || options.intra_op_threads < 0) {
     return absl::InvalidArgumentError("server: thread counts must not be negative");
   }
