@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "graph/status.h"
 #include "kernels/io/checkpoint_internal.h"
 
 namespace graphrun {
@@ -220,13 +221,17 @@ absl::Status CheckConsistent(const std::vector<BundleEntry>& entries) {
                          entries[i].shape.DebugString(), " and ", DataTypeString(x.dtype),
                          x.shape.DebugString()));
       }
-      for (size_t b = a + 1; b < j; ++b) {
-        if (x.slice.Overlaps(entries[b].slice) || x.slice == entries[b].slice) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("tensor '", x.name, "' saved twice: slices ", x.slice.DebugString(),
-                           " and ", entries[b].slice.DebugString(), " overlap"));
-        }
-      }
+    }
+    std::vector<TensorSlice> slices;
+    slices.reserve(j - i);
+    for (size_t a = i; a < j; ++a) slices.push_back(entries[a].slice);
+    GR_ASSIGN_OR_RETURN(auto overlap,
+                        FindOverlap(slices, absl::StrCat("tensor '", entries[i].name, "'")));
+    if (overlap.first >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", entries[i].name, "' saved twice: slices ",
+                       slices[overlap.first].DebugString(), " and ",
+                       slices[overlap.second].DebugString(), " overlap"));
     }
     i = j;
   }
@@ -249,6 +254,7 @@ absl::Status DecodeIndex(absl::string_view bytes, const std::string& file, int* 
     if (!s.ok()) return corrupt(s.message());
     std::sort(entries->begin(), entries->end(), EntryLess);
     s = CheckConsistent(*entries);
+    if (absl::IsResourceExhausted(s)) return s;
     if (!s.ok()) return corrupt(s.message());
     return absl::OkStatus();
   }
@@ -282,6 +288,7 @@ absl::Status DecodeIndex(absl::string_view bytes, const std::string& file, int* 
   if (c.left() != 0) return corrupt("trailing bytes");
   std::sort(entries->begin(), entries->end(), EntryLess);
   absl::Status s = CheckConsistent(*entries);
+  if (absl::IsResourceExhausted(s)) return s;
   if (!s.ok()) return corrupt(s.message());
   return absl::OkStatus();
 }

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -174,6 +175,16 @@ absl::StatusOr<std::vector<std::string>> TfV1Files(const std::string& prefix);
 
 // The number of elements two resolved slices of equal rank share.
 int64_t IntersectionVolume(const TensorSlice& a, const TensorSlice& b);
+
+// Two of `slices` (resolved, of equal rank) that share an element or are
+// equal, as indices into `slices`; {-1, -1} when none do. A sweep along
+// the dimension with the most distinct starts: a partition along any one
+// axis takes O(n log n), where comparing every pair took an hour for a
+// million slices. ResourceExhausted naming `what` when the slices would
+// still need more than `max_comparisons`.
+absl::StatusOr<std::pair<int64_t, int64_t>> FindOverlap(const std::vector<TensorSlice>& slices,
+                                                        absl::string_view what,
+                                                        int64_t max_comparisons = 100'000'000);
 
 }  // namespace checkpoint
 }  // namespace graphrun

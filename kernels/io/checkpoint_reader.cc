@@ -105,6 +105,10 @@ absl::StatusOr<std::unique_ptr<BundleReader>> BundleReader::OpenV1(
                                               ", and not a TensorFlow V1 checkpoint file)"));
     }
     absl::Status s = DecodeTfV1Checkpoint(bytes, &r->entries_, &r->v1_values_);
+    if (absl::IsResourceExhausted(s)) {  // the file may be fine: the budget is not
+      return absl::ResourceExhaustedError(
+          absl::StrCat("V1 checkpoint file ", file, ": ", s.message()));
+    }
     if (!s.ok()) {
       return absl::DataLossError(
           absl::StrCat("corrupt V1 checkpoint file ", file, ": ", s.message()));
@@ -112,6 +116,7 @@ absl::StatusOr<std::unique_ptr<BundleReader>> BundleReader::OpenV1(
   }
   std::sort(r->entries_.begin(), r->entries_.end(), EntryLess);
   absl::Status consistent = CheckConsistent(r->entries_);
+  if (absl::IsResourceExhausted(consistent)) return consistent;
   if (!consistent.ok()) {
     return absl::DataLossError(
         absl::StrCat("V1 checkpoint '", r->prefix_, "': ", consistent.message()));

@@ -86,6 +86,7 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
   std::map<std::string, BundleEntry> tensors;
   // Name -> the slices listed, resolved and as written (for messages).
   std::map<std::string, std::vector<std::pair<TensorSlice, TensorSlice>>> listed;
+  std::map<std::string, std::set<TensorSlice>> listed_set;  // the same, to look up
   bool have_meta = false;
   std::vector<BundleEntry> found;
   GR_RETURN_IF_ERROR(ForEachTableRecord(
@@ -110,10 +111,12 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
                   absl::StrCat("tensor '", e.name, "' is listed twice"));
             }
             auto& slices = listed[e.name];
+            auto& slice_set = listed_set[e.name];
             for (const auto& sp : m.slice()) {
               TensorSlice written;
               GR_ASSIGN_OR_RETURN(TensorSlice s, SliceFromProto(e.name, sp, e.shape, &written));
               slices.emplace_back(s, written);
+              slice_set.insert(s);
             }
             tensors.emplace(e.name, std::move(e));
           }
@@ -131,9 +134,7 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
         BundleEntry e = t->second;
         TensorSlice written;
         GR_ASSIGN_OR_RETURN(e.slice, SliceFromProto(e.name, d.slice(), e.shape, &written));
-        const auto& slices = listed[e.name];
-        if (std::none_of(slices.begin(), slices.end(),
-                         [&](const auto& s) { return s.first == e.slice; })) {
+        if (listed_set[e.name].count(e.slice) == 0) {
           return absl::InvalidArgumentError(absl::StrCat("tensor '", e.name, "': data for slice ",
                                                          written.DebugString(),
                                                          ", which the meta does not list"));
@@ -152,9 +153,9 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
         p.set_dtype(static_cast<tensorflow::DataType>(e.dtype));
         for (int64_t n : shape.dim_sizes()) p.mutable_tensor_shape()->add_dim()->set_size(n);
         absl::StatusOr<Tensor> v = Tensor::FromProto(p);
-        if (!v.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("tensor '", e.name, "': ", v.status().message()));
+        if (!v.ok()) {  // malformed (InvalidArgument) or over the memory budget
+          return absl::Status(v.status().code(),
+                              absl::StrCat("tensor '", e.name, "': ", v.status().message()));
         }
         e.v1_value = static_cast<int64_t>(values->size());
         values->push_back(*std::move(v));
@@ -163,11 +164,11 @@ absl::Status DecodeTfV1Checkpoint(absl::string_view bytes, std::vector<BundleEnt
       }));
   if (!have_meta) return absl::InvalidArgumentError("no meta record");
   // Every slice the meta lists has its data.
+  std::set<std::pair<std::string, TensorSlice>> have;
+  for (const BundleEntry& e : found) have.emplace(e.name, e.slice);
   for (const auto& [name, slices] : listed) {
     for (const auto& [s, written] : slices) {
-      bool present = false;
-      for (const BundleEntry& e : found) present = present || (e.name == name && e.slice == s);
-      if (!present) {
+      if (have.count({name, s}) == 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("tensor '", name, "': slice ", written.DebugString(), " has no data"));
       }

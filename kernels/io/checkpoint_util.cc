@@ -214,5 +214,58 @@ int64_t IntersectionVolume(const TensorSlice& a, const TensorSlice& b) {
   return v;
 }
 
+absl::StatusOr<std::pair<int64_t, int64_t>> FindOverlap(const std::vector<TensorSlice>& slices,
+                                                        absl::string_view what,
+                                                        int64_t max_comparisons) {
+  const int64_t n = static_cast<int64_t>(slices.size());
+  if (n < 2) return std::pair<int64_t, int64_t>{-1, -1};
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  // Equal slices (empty ones too, which share no element) sort together.
+  std::sort(order.begin(), order.end(),
+            [&](int64_t a, int64_t b) { return slices[a] < slices[b]; });
+  for (int64_t i = 1; i < n; ++i) {
+    if (slices[order[i - 1]] == slices[order[i]]) return std::pair{order[i - 1], order[i]};
+  }
+  const int rank = slices[0].dims();
+  if (rank == 0) return std::pair{order[0], order[1]};  // two scalars
+  // The axis the slices are cut along: the most distinct starts.
+  int axis = 0;
+  size_t most = 0;
+  for (int d = 0; d < rank; ++d) {
+    std::vector<int64_t> starts(n);
+    for (int64_t i = 0; i < n; ++i) starts[i] = slices[i].start(d);
+    std::sort(starts.begin(), starts.end());
+    const size_t distinct = std::unique(starts.begin(), starts.end()) - starts.begin();
+    if (distinct > most) most = distinct, axis = d;
+  }
+  std::sort(order.begin(), order.end(),
+            [&](int64_t a, int64_t b) { return slices[a].start(axis) < slices[b].start(axis); });
+  // Sweep: `open` holds the slices whose extent along the axis reaches past
+  // the current start; only those can share an element with it.
+  int64_t comparisons = 0;
+  std::vector<int64_t> open;
+  for (int64_t i : order) {
+    const TensorSlice& s = slices[i];
+    if (s.length(axis) == 0) continue;  // no element to share
+    const int64_t start = s.start(axis);
+    open.erase(std::remove_if(open.begin(), open.end(),
+                              [&](int64_t o) {
+                                return slices[o].start(axis) + slices[o].length(axis) <= start;
+                              }),
+               open.end());
+    comparisons += static_cast<int64_t>(open.size()) + 1;
+    if (comparisons > max_comparisons) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(what, ": ", n, " slices are too many to check for overlaps"));
+    }
+    for (int64_t o : open) {
+      if (IntersectionVolume(slices[o], s) > 0) return std::pair{o, i};
+    }
+    open.push_back(i);
+  }
+  return std::pair<int64_t, int64_t>{-1, -1};
+}
+
 }  // namespace checkpoint
 }  // namespace graphrun
