@@ -78,6 +78,10 @@ absl::Status CommitTempFile(int fd, const std::string& tmp, const std::string& p
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
 // NotFound when `path` does not exist.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+// OK when the open `fd` is a regular file (not a FIFO that would block, nor
+// a device) no larger than the per-allocation cap: InvalidArgument or
+// ResourceExhausted naming `path` otherwise.
+absl::Status CheckRegularFile(int fd, const std::string& path);
 bool FileExists(const std::string& path);
 
 // --- Encoding (checkpoint_index.cc) ----------------------------------------

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "graph/memory_budget.h"
 #include "graph/status.h"
 #include "kernels/io/checkpoint_internal.h"
 
@@ -126,10 +127,28 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   return FsyncDir(Dirname(path));
 }
 
+absl::Status CheckRegularFile(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return IoError("cannot stat", path, errno);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint file ", path, " is not a regular file"));
+  }
+  const int64_t cap = GetMemoryLimits().max_allocation_bytes;
+  if (st.st_size > cap) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "checkpoint file ", path, " holds ", HumanBytes(st.st_size),
+        ", over the per-allocation cap of ", HumanBytes(cap), " (--max_allocation_bytes)"));
+  }
+  return absl::OkStatus();
+}
+
 // NotFound when `path` does not exist.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // Non-blocking: a FIFO in a checkpoint's place must not hang the step.
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return IoError("cannot open", path, errno);
+  GR_RETURN_IF_ERROR(CheckRegularFile(fd.get(), path));
   std::string out;
   char buf[1 << 16];
   while (true) {

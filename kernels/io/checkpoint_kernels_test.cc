@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "graph/memory_budget.h"
 #include "gtest/gtest.h"
 #include "kernels/io/checkpoint_util.h"
 #include "kernels/io/tf_format_testlib.h"
@@ -305,6 +306,43 @@ TEST(CheckpointTest, Errors) {
   ExpectStatus(Merge({dir + "/a", dir + "/b"}, dir + "/ab"), absl::StatusCode::kInvalidArgument,
                "tensor 'x'");
   ExpectStatus(Merge({dir + "/nothing"}, dir + "/ab"), absl::StatusCode::kNotFound, "nothing");
+}
+
+// Names the index keeps for itself are refused, not silently lost (a name
+// starting with NUL was saved, then not found, or found as another's slice).
+TEST(CheckpointTest, ReservedNamesAreRefused) {
+  std::string dir = TempDir("reserved");
+  for (const std::string& name : {std::string(), std::string("\0", 1), std::string("\0k", 2)}) {
+    ExpectStatus(Save(dir + "/r", {"x", name}, {"", ""}, {Grid(1, 1), Grid(1, 2)}),
+                 absl::StatusCode::kInvalidArgument, "may not be empty or start with a NUL byte");
+  }
+  EXPECT_FALSE(Exists(dir + "/r.index"));
+}
+
+// A checkpoint file that is a FIFO (no writer) is refused, not waited on
+// forever; an entry larger than the per-allocation cap is refused before
+// its bytes are read.
+TEST(CheckpointTest, FifosAndEntriesOverTheCap) {
+  std::string dir = TempDir("fifo");
+  ASSERT_OK(Save(dir + "/c", {"w"}, {""}, {Grid(64, 64)}));
+  ASSERT_EQ(::rename((dir + "/c.data-00000-of-00001").c_str(), (dir + "/c.bak").c_str()), 0);
+  ASSERT_EQ(::mkfifo((dir + "/c.data-00000-of-00001").c_str(), 0600), 0);
+  ExpectStatus(Restore(dir + "/c", {"w"}, {""}, {DT_FLOAT}).status(),
+               absl::StatusCode::kInvalidArgument, "c.data-00000-of-00001 is not a regular file");
+  ASSERT_EQ(::unlink((dir + "/c.data-00000-of-00001").c_str()), 0);
+  ASSERT_EQ(::rename((dir + "/c.bak").c_str(), (dir + "/c.data-00000-of-00001").c_str()), 0);
+
+  SetMemoryLimits(int64_t{64} << 20, int64_t{8} << 10);  // 8 KiB per allocation
+  ExpectStatus(Restore(dir + "/c", {"w"}, {""}, {DT_FLOAT}).status(),
+               absl::StatusCode::kResourceExhausted, "reading tensor 'w' (16384 bytes)");
+  SetMemoryLimits(0, 0);
+  ASSERT_OK_AND_ASSIGN(auto back, Restore(dir + "/c", {"w"}, {""}, {DT_FLOAT}));
+  EXPECT_EQ(Diff(Grid(64, 64), back[0]), "");
+
+  ASSERT_EQ(::rename((dir + "/c.index").c_str(), (dir + "/c.bak").c_str()), 0);
+  ASSERT_EQ(::mkfifo((dir + "/c.index").c_str(), 0600), 0);
+  ExpectStatus(Restore(dir + "/c", {"w"}, {""}, {DT_FLOAT}).status(),
+               absl::StatusCode::kInvalidArgument, "c.index is not a regular file");
 }
 
 TEST(CheckpointTest, MergeAllowMissingFiles) {

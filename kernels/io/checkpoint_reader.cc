@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "graph/memory_budget.h"
 #include "graph/status.h"
 #include "kernels/framework/array_util.h"
 #include "kernels/io/checkpoint_internal.h"
@@ -151,7 +152,7 @@ absl::StatusOr<std::pair<DataType, TensorShape>> BundleReader::LookupDtypeAndSha
 absl::StatusOr<Tensor> BundleReader::ReadEntry(const BundleEntry& e) const {
   if (e.v1_value >= 0) return v1_values_[static_cast<size_t>(e.v1_value)];
   std::string file = DataFilename(prefix_, e.shard, num_shards_);
-  ScopedFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  ScopedFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) {
     if (errno == ENOENT) {
       return absl::DataLossError(
@@ -161,12 +162,26 @@ absl::StatusOr<Tensor> BundleReader::ReadEntry(const BundleEntry& e) const {
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return IoError("cannot stat", file, errno);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint data file ", file, " is not a regular file"));
+  }
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   if (e.offset > file_size || e.size > file_size - e.offset) {
     return absl::DataLossError(
         absl::StrCat("checkpoint data file ", file, " is truncated: tensor '", e.name,
                      "' needs bytes up to ", e.offset + e.size, ", the file has ", file_size));
   }
+  // The raw bytes count in the memory budget while they are decoded (a
+  // sparse 1 GB file was read whole under a 256 MiB cap before the tensor
+  // they make was refused).
+  GR_RETURN_IF_ERROR(memory_internal::ReserveMore(
+      static_cast<int64_t>(e.size), static_cast<int64_t>(e.size),
+      absl::StrCat("reading tensor '", e.name, "' (", e.size, " bytes) from ", file)));
+  struct Unreserve {
+    int64_t n;
+    ~Unreserve() { memory_internal::ReleaseMore(n); }
+  } unreserve{static_cast<int64_t>(e.size)};
   std::string bytes(e.size, '\0');
   uint64_t done = 0;
   while (done < e.size) {

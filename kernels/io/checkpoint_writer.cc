@@ -45,6 +45,11 @@ absl::Status BundleWriter::AddSlice(absl::string_view name, const TensorShape& f
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", msg));
   };
   if (finished_ || fd_ < 0) return absl::FailedPreconditionError("writer finished");
+  if (name.empty() || name[0] == '\0') {
+    // TensorFlow's index keeps "" for its header and keys starting with a
+    // NUL byte for slices: such a tensor would be lost, or read as another.
+    return error("a tensor name may not be empty or start with a NUL byte");
+  }
   if (!Storable(value.dtype())) {
     return error(absl::StrCat("cannot save a ", DataTypeString(value.dtype()), " tensor"));
   }
