@@ -160,7 +160,9 @@ std::string TableBlock(const std::vector<std::pair<std::string, std::string>>& r
 // A whole .index table of one data block holding `recs` (sorted),
 // snappy-compressed or not: block trailers, the metaindex, the index
 // block, the footer.
-std::string TableFile(const std::vector<std::pair<std::string, std::string>>& recs, bool compress) {
+// `lie`, when given, stands in for the compressed data block.
+std::string TableFile(const std::vector<std::pair<std::string, std::string>>& recs, bool compress,
+                      const std::string& lie = "") {
   std::string file;
   auto append = [&](const std::string& contents, char type) {
     std::string handle;
@@ -176,7 +178,7 @@ std::string TableFile(const std::vector<std::pair<std::string, std::string>>& re
   if (compress) {
     std::string compressed;
     snappy::Compress(records.data(), records.size(), &compressed);
-    records = compressed;
+    records = lie.empty() ? compressed : lie;
   }
   std::string data_handle = append(records, compress ? 1 : 0);
   std::string footer = append(TableBlock({}), 0);
@@ -235,8 +237,18 @@ TEST(TfCheckpointFormatTest, ReadsSnappyCompressedIndexBlocks) {
              TableFile({{"", header}, {"s", s_entry}, {"v", v_entry}, {"w", entry}},
                        /*compress=*/true));
   };
-  write_index(header);
 
+  // A block that claims to decompress to 1 GiB from one literal byte is
+  // refused before anything is allocated for it.
+  std::string lie;
+  PutVarint(&lie, uint64_t{1} << 30);
+  lie += std::string("\0x", 2);  // a literal of one byte
+  WriteAll(prefix + ".index", TableFile({{"", header}, {"w", entry}}, true, lie));
+  auto lying = checkpoint::BundleReader::Open(prefix);
+  EXPECT_EQ(lying.status().code(), absl::StatusCode::kDataLoss) << lying.status();
+  EXPECT_THAT(std::string(lying.status().message()), ::testing::HasSubstr("bad snappy data"));
+
+  write_index(header);
   auto reader = checkpoint::BundleReader::Open(prefix);
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto t = (*reader)->Lookup("w");

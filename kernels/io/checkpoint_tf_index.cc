@@ -201,7 +201,10 @@ absl::StatusOr<std::string> ReadBlock(absl::string_view file, absl::string_view*
       return std::string(p, size);
     case 1: {
       size_t n = 0;
-      if (!snappy::GetUncompressedLength(p, size, &n) || n > kMaxBlockBytes) {
+      // Snappy expands at most about 22-fold (a 3-byte op copies 64): a
+      // longer claim is a lie, which allocated 1 GiB for a 70-byte index.
+      if (!snappy::GetUncompressedLength(p, size, &n) || n > kMaxBlockBytes ||
+          n > 32 * static_cast<size_t>(size) + 64) {
         return absl::InvalidArgumentError(absl::StrCat("block at ", offset, ": bad snappy data"));
       }
       std::string out;
