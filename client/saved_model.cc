@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/graph.h"
 #include "graph/status.h"
+#include "util/file_read.h"
 
 namespace graphrun {
 namespace {
@@ -20,12 +21,9 @@ bool IsFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// A SavedModel proto: at most what protobuf parses (2 GiB - 1).
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return ReadFileCapped(path, (uint64_t{1} << 31) - 1);
 }
 
 std::vector<std::string> Sorted(std::vector<std::string> v) {

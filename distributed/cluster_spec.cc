@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "graph/status.h"
+#include "util/file_read.h"
 #include "util/json.h"
 
 namespace graphrun {
@@ -157,12 +158,12 @@ absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json, bool s
 absl::StatusOr<ClusterSpec> ClusterSpec::FromFlag(const std::string& value) {
   if (!absl::StartsWith(value, "@")) return FromJson(value);
   std::string path = value.substr(1);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat("cluster spec file '", path, "' cannot be read"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto spec = FromJson(ss.str());
+  auto text = ReadFileCapped(path, 64 << 20);  // a cluster of millions of tasks fits
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("cluster spec file: ", text.status().message()));
+  }
+  auto spec = FromJson(*text);
   if (!spec.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", spec.status().message()));
   }

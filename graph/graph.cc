@@ -15,6 +15,7 @@
 #include "google/protobuf/text_format.h"
 #include "graph/function_lowering.h"
 #include "graph/status.h"
+#include "util/file_read.h"
 
 namespace graphrun {
 
@@ -390,20 +391,16 @@ absl::StatusOr<tensorflow::GraphDef> ReadGraphDefFile(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "' is a directory, not a GraphDef"));
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  // At most 2 GiB, and one byte more to tell a larger file (or an endless
-  // one, such as /dev/zero) from it.
-  constexpr size_t kMax = (size_t{1} << 31) - 1;
-  std::string bytes;
-  char buf[1 << 16];
-  while (f && bytes.size() <= kMax) {
-    f.read(buf, sizeof(buf));
-    bytes.append(buf, static_cast<size_t>(f.gcount()));
+  // At most 2 GiB (or an endless file, such as /dev/zero, read so far).
+  auto read = ReadFileCapped(path, (uint64_t{1} << 31) - 1);
+  if (absl::IsNotFound(read.status())) {
+    return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
   }
-  if (bytes.size() > kMax) {
+  if (absl::IsResourceExhausted(read.status())) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "': GraphDef is larger than 2 GiB"));
   }
+  if (!read.ok()) return read.status();
+  const std::string bytes = *std::move(read);
   bool text = absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".txt");
   auto def = ParseGraphDef(bytes, text);
   if (!def.ok()) {

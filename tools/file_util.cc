@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/logging.h"
 #include "graph/status.h"
+#include "util/file_read.h"
 
 namespace graphrun {
 namespace tools {
@@ -34,18 +35,8 @@ absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& pat
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return ErrnoStatus(errno, "open", path);
-  std::string out;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  bool failed = std::ferror(f) != 0;
-  int err = errno;
-  std::fclose(f);
-  if (failed) return ErrnoStatus(err, "read", path);
-  return out;
+absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
+  return ReadFileCapped(path, max_bytes);
 }
 
 absl::Status WriteStringToFile(const std::string& path, absl::string_view data) {

@@ -2,6 +2,7 @@
 #ifndef GRAPHRUN_TOOLS_FILE_UTIL_H_
 #define GRAPHRUN_TOOLS_FILE_UTIL_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
@@ -12,9 +13,15 @@
 namespace graphrun {
 namespace tools {
 
+// The largest file a protobuf parser takes (2 GiB - 1).
+inline constexpr uint64_t kMaxProtoFileBytes = (uint64_t{1} << 31) - 1;
+
 // NotFound if the file does not exist, PermissionDenied if it may not be
-// read, Internal for other I/O errors.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+// read, Internal for other I/O errors; ResourceExhausted naming the path
+// when it holds more than `max_bytes` (a pipe or a device such as
+// /dev/zero is read no further).
+absl::StatusOr<std::string> ReadFileToString(const std::string& path,
+                                             uint64_t max_bytes = kMaxProtoFileBytes);
 
 // Creates or truncates `path`. NotFound (missing directory),
 // PermissionDenied or Internal, with the path and strerror text.

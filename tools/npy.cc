@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "graph/memory_budget.h"
 #include "graph/status.h"
 #include "tools/file_util.h"
 
@@ -204,7 +205,7 @@ absl::StatusOr<Tensor> ParseNpyImpl(absl::string_view bytes) {
                                                    " shape ", shape.DebugString(), " needs ",
                                                    want));
   }
-  Tensor t(dtype, shape);
+  GR_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape));
   if (dtype == DT_BOOL) {
     for (size_t i = 0; i < data.size(); ++i) {
       unsigned char b = static_cast<unsigned char>(data[i]);
@@ -268,7 +269,9 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& t) {
 }
 
 absl::StatusOr<Tensor> ReadNpyFile(const std::string& path) {
-  GR_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  // The data is one tensor: at most the per-allocation cap, and a header.
+  const uint64_t cap = static_cast<uint64_t>(GetMemoryLimits().max_allocation_bytes) + (1 << 20);
+  GR_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, cap));
   return ParseNpy(bytes, path);
 }
 

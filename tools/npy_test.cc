@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "graph/memory_budget.h"
 #include "gtest/gtest.h"
 #include "tools/file_util.h"
 
@@ -179,6 +180,33 @@ TEST(NpyTest, MissingFileAndUnwritableDtype) {
   auto s = WriteNpyFile(TempPath("s.npy"), Tensor::FromVector<std::string>({"a"}));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("s.npy: cannot write a string tensor as .npy"));
+}
+
+// A feed file is one tensor: larger than the per-allocation cap (or
+// endless, as /dev/zero) it is ResourceExhausted naming the file, before
+// or instead of its tensor being made (it was allocated unchecked, and the
+// next allocation, of another node, took the blame).
+TEST(NpyTest, FilesOverTheMemoryCapAreRefused) {
+  SetMemoryLimits(int64_t{64} << 20, int64_t{1} << 20);
+  auto zero = ReadNpyFile("/dev/zero");
+  EXPECT_EQ(zero.status().code(), absl::StatusCode::kResourceExhausted) << zero.status();
+  EXPECT_THAT(std::string(zero.status().message()), HasSubstr("/dev/zero: it holds more than"));
+  // 512 KiB of data fits the file bound (cap + 1 MiB for the header) but
+  // its tensor is over the 256 KiB cap set next.
+  const std::string path = TempPath("big.npy");
+  ASSERT_TRUE(WriteStringToFile(path, MakeNpy("{'descr': '|u1', 'fortran_order': False, "
+                                              "'shape': (524288,), }",
+                                              std::string(524288, '\1')))
+                  .ok());
+  SetMemoryLimits(int64_t{64} << 20, int64_t{256} << 10);
+  auto big = ReadNpyFile(path);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted) << big.status();
+  EXPECT_THAT(std::string(big.status().message()), HasSubstr(path + ": "));
+  EXPECT_THAT(std::string(big.status().message()), HasSubstr("[524288]"));
+  SetMemoryLimits(0, 0);
+  auto fits = ReadNpyFile(path);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->NumElements(), 524288);
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ absl::StatusOr<PlacementFlags> ParsePlacementFlags(const ParsedFlags& flags) {
     }
     std::string text = flags.GetString("cluster");
     if (!text.empty() && text[0] == '@') {
-      GR_ASSIGN_OR_RETURN(text, ReadFileToString(text.substr(1)));
+      GR_ASSIGN_OR_RETURN(text, ReadFileToString(text.substr(1), /*max_bytes=*/64 << 20));
     }
     auto cluster = ParseClusterJson(text);
     if (!cluster.ok()) return AnnotateStatus(cluster.status(), "--cluster: ");

@@ -6,16 +6,19 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "util/file_read.h"
 
 namespace graphrun {
 namespace {
 
 absl::StatusOr<std::string> ReadPem(const std::string& file, const char* what) {
-  std::ifstream f(file, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot read the TLS ", what, " file ", file));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string pem = ss.str();
+  // PEM files of certificates and keys: a few KiB (1 MiB allows long chains).
+  auto read = ReadFileCapped(file, 1 << 20);
+  if (!read.ok()) {
+    return absl::Status(read.status().code(),
+                        absl::StrCat("the TLS ", what, " file: ", read.status().message()));
+  }
+  std::string pem = *std::move(read);
   if (!absl::StrContains(pem, "-----BEGIN ")) {
     return absl::InvalidArgumentError(
         absl::StrCat("the TLS ", what, " file ", file, " holds no PEM block"));
