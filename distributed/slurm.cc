@@ -1,5 +1,6 @@
 #include "distributed/slurm.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -33,6 +34,26 @@ absl::Status Bad(absl::string_view what, absl::string_view value) {
 
 }  // namespace
 
+// More nodes or tasks than any Slurm step has: short lists such as
+// n[0-99999,0-99999,...] or 60000(x100000) would expand to billions.
+constexpr size_t kMaxSlurmEntries = size_t{1} << 20;
+
+absl::Status TooMany(absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("Slurm: ", what, " names more than ", kMaxSlurmEntries, " entries"));
+}
+
+// Node names go into TF_CONFIG's JSON and into addresses: a host name's
+// characters only.
+bool IsHostName(absl::string_view name) {
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') {
+      return false;
+    }
+  }
+  return !name.empty();
+}
+
 absl::StatusOr<std::vector<std::string>> ExpandHostlist(absl::string_view hostlist) {
   std::vector<std::string> out;
   if (hostlist.empty()) return Bad("hostlist", hostlist);
@@ -41,6 +62,8 @@ absl::StatusOr<std::vector<std::string>> ExpandHostlist(absl::string_view hostli
     const size_t open = part.find('[');
     if (open == std::string::npos) {
       if (part.find(']') != std::string::npos) return Bad("hostlist", hostlist);
+      if (!IsHostName(part)) return Bad("hostlist", hostlist);
+      if (out.size() >= kMaxSlurmEntries) return TooMany("the hostlist");
       out.push_back(part);
       continue;
     }
@@ -59,6 +82,10 @@ absl::StatusOr<std::vector<std::string>> ExpandHostlist(absl::string_view hostli
         return Bad("hostlist", hostlist);
       }
       const size_t width = lo_text.size();
+      if (!IsHostName(prefix + "0" + suffix)) return Bad("hostlist", hostlist);
+      if (out.size() + static_cast<size_t>(hi - lo + 1) > kMaxSlurmEntries) {
+        return TooMany("the hostlist");
+      }
       for (int64_t i = lo; i <= hi; ++i) {
         std::string n = absl::StrCat(i);
         if (n.size() < width) n.insert(0, width - n.size(), '0');
@@ -84,6 +111,10 @@ absl::StatusOr<std::vector<int>> ExpandTasksPerNode(absl::string_view spec) {
           repeat < 1 || repeat > 100000) {
         return Bad("tasks per node", spec);
       }
+    }
+    if (count > 65535) return Bad("tasks per node", spec);  // one port each
+    if (out.size() + static_cast<size_t>(repeat) > kMaxSlurmEntries) {
+      return TooMany("tasks per node");
     }
     for (int i = 0; i < repeat; ++i) out.push_back(count);
   }
@@ -132,6 +163,10 @@ absl::StatusOr<std::string> TfConfigFromSlurm(const std::function<const char*(co
   }
   std::vector<std::string> addresses;
   for (size_t k = 0; k < nodes->size(); ++k) {
+    if (addresses.size() + static_cast<size_t>((*counts)[k]) > static_cast<size_t>(*ntasks)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Slurm: ", *ntasks, " tasks but ", *per_node, " per node on ", *nodelist));
+    }
     for (int i = 0; i < (*counts)[k]; ++i) {
       if (options.port_base + i > 65535) {
         return absl::InvalidArgumentError("Slurm: too many tasks on one node for --port_base");

@@ -21,7 +21,10 @@ TEST(SlurmTest, ExpandsHostlists) {
               ElementsAre("node01", "node02", "node03", "node7", "gpu5"));
   EXPECT_THAT(*ExpandHostlist("vm"), ElementsAre("vm"));
   EXPECT_THAT(*ExpandHostlist("a[9-11]b"), ElementsAre("a9b", "a10b", "a11b"));
-  for (const char* bad : {"", "node[3-1]", "node[1-", "node]1[", "n[x]"}) {
+  // Names that are not host names (they went into TF_CONFIG's JSON as
+  // they were) are malformed.
+  for (const char* bad :
+       {"", "node[3-1]", "node[1-", "node]1[", "n[x]", "local\"host", "a b", "n[1-2]\\"}) {
     EXPECT_EQ(ExpandHostlist(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_THAT(*ExpandTasksPerNode("2(x3),1"), ElementsAre(2, 2, 2, 1));
@@ -38,6 +41,30 @@ struct Env {
     };
   }
 };
+
+// Short lists that would expand to billions of entries are refused before
+// they are built (they ran out of memory: std::bad_alloc, an abort).
+TEST(SlurmTest, ExpansionsAreBounded) {
+  std::string many = "n[0-99999]";
+  for (int i = 0; i < 20; ++i) many += ",m" + std::to_string(i) + "[0-99999]";
+  auto hosts = ExpandHostlist(many);
+  EXPECT_EQ(hosts.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(hosts.status().message(), "Slurm: the hostlist names more than 1048576 entries");
+  std::string repeats = "1(x100000)";
+  for (int i = 0; i < 20; ++i) repeats += ",1(x100000)";
+  EXPECT_THAT(std::string(ExpandTasksPerNode(repeats).status().message()),
+              HasSubstr("tasks per node names more than 1048576 entries"));
+  EXPECT_EQ(ExpandTasksPerNode("70000").status().code(), absl::StatusCode::kInvalidArgument);
+  // 60000 tasks on each of 100000 nodes, for a step of 2 tasks: refused at
+  // the first node past the count, not after building 6e9 addresses.
+  Env env{{{"SLURM_PROCID", "0"},
+           {"SLURM_STEP_NUM_TASKS", "2"},
+           {"SLURM_STEP_NODELIST", "n[0-99999]"},
+           {"SLURM_STEP_TASKS_PER_NODE", "60000(x100000)"}}};
+  auto s = TfConfigFromSlurm(env.fn(), {});
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("2 tasks but 60000(x100000) per node"));
+}
 
 TEST(SlurmTest, TwoNodesTwoTasksEachPsFirst) {
   Env env{{{"SLURM_PROCID", "3"},
