@@ -142,8 +142,19 @@ absl::StatusOr<ClusterSpec> FromJsonValue(const JsonValue& v, const std::string&
 
 bool ParseHostPort(absl::string_view address, int* port) {
   const size_t colon = address.rfind(':');
-  return colon != absl::string_view::npos && colon != 0 &&
-         absl::SimpleAtoi(address.substr(colon + 1), port) && *port >= 0 && *port <= 65535;
+  if (colon == absl::string_view::npos || colon == 0) return false;
+  // The host: printable, no spaces (a NUL cut "127.0.0.1\0:0" short, and
+  // gRPC then listened on its default port, 443).
+  for (char c : address.substr(0, colon)) {
+    if (c <= ' ' || c > '~') return false;
+  }
+  // The port: 1 to 5 digits, nothing else (SimpleAtoi took "+0" and " 5").
+  const absl::string_view digits = address.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5) return false;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+  }
+  return absl::SimpleAtoi(digits, port) && *port <= 65535;
 }
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(absl::string_view json, bool sparse) {

@@ -67,6 +67,27 @@ TEST(ClusterSpecTest, ErrorsNameTheField) {
   ExpectInvalid(ClusterSpec::FromJson(R"({"ps": ["a:1"], "ps": ["b:2"]})").status(), "duplicate");
 }
 
+// host:port exactly: a printable host without spaces, a port of 1 to 5
+// digits up to 65535 (a NUL in the host made gRPC listen on port 443;
+// "+0" and " 5" were taken as ports).
+TEST(ClusterSpecTest, HostPortIsStrict) {
+  int port = -1;
+  EXPECT_TRUE(ParseHostPort("127.0.0.1:0", &port));
+  EXPECT_EQ(port, 0);
+  EXPECT_TRUE(ParseHostPort("[::1]:65535", &port));
+  EXPECT_EQ(port, 65535);
+  EXPECT_TRUE(ParseHostPort("node-7.cluster:2222", &port));
+  for (const std::string& bad :
+       {std::string("127.0.0.1\0:0", 12), std::string("127.0.0.1: 5"), std::string("a:+0"),
+        std::string("a:65536"), std::string("a:112037"), std::string("a:"), std::string(":1"),
+        std::string("a b:1"), std::string("a:1x"), std::string("a:000001"),
+        std::string("h\xc3\xa9:1")}) {
+    EXPECT_FALSE(ParseHostPort(bad, &port)) << bad;
+  }
+  ExpectInvalid(ClusterSpec::FromJson(std::string("{\"ps\": [\"127.0.0.1\\u0000:0\"]}")).status(),
+                "is not host:port");
+}
+
 TEST(ClusterSpecTest, FromFlagReadsFiles) {
   std::string path = ::testing::TempDir() + "/cluster.json";
   {

@@ -640,6 +640,20 @@ TEST(GraphrunCliTest, Help) {
   }
 }
 
+// Ports past 65535 are refused, never taken modulo 65536 (a typo reached
+// another service), and so is a missing port.
+TEST(GraphrunCliTest, AddressesOutOfRangeAreUsageErrors) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"status", "127.0.0.1:99999"},
+        {"status", "127.0.0.1"},
+        {"run", Example("affine.pbtxt"), "--feed", "x=[[1,1,1]]", "--fetch", "y",
+         "--target=grpc://127.0.0.1:112037"}}) {
+    Result r = Graphrun(args);
+    EXPECT_EQ(r.exit_code, args[0] == "status" ? 2 : 1) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("(port 1 to 65535)")) << args.back();
+  }
+}
+
 // SavedModels (tools/testdata/saved_model): TF 1 (restored through the
 // Saver's restore op) and TF 2 (signatures calling the library, the traced
 // restore function), with their variables written here in TensorFlow's

@@ -69,6 +69,10 @@ int StatusCommand(absl::Span<const std::string> args, std::ostream& out, std::os
     return usage(absl::InvalidArgumentError("status: give one task address, HOST:PORT"));
   }
   std::string address(absl::StripPrefix(flags->positional()[0], "grpc://"));
+  if (int port = 0; !distributed::ParseHostPort(address, &port) || port == 0) {
+    return usage(absl::InvalidArgumentError(
+        absl::StrCat("status: '", address, "' is not HOST:PORT (port 1 to 65535)")));
+  }
   auto interval = flags->GetInt("interval_ms", 1000, 0, 600000);
   auto timeout = flags->GetInt("timeout_ms", 5000, 1, 600000);
   if (!interval.ok()) return usage(interval.status());
@@ -99,6 +103,9 @@ int StatusCommand(absl::Span<const std::string> args, std::ostream& out, std::os
     Row r;
     r.task = task;
     r.address = cluster->AddressOfTask(task).value_or("");
+    // The task asked is reached where it answered: its own entry may say
+    // port 0 (any free port), which nobody can dial.
+    if (task == entry->task()) r.address = address;
     rows.push_back(r);
   }
   // Two looks, `interval` apart, every task in parallel each time.

@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "distributed/cluster_spec.h"
 #include "distributed/rpc/local_master.h"
 #include "graph/status.h"
 #include "runtime/session_factory.h"
@@ -19,10 +20,12 @@ constexpr int64_t kStepRpcGraceMs = 10000;
 
 absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Create(const SessionOptions& options) {
   absl::string_view rest = options.target;
-  if (!absl::ConsumePrefix(&rest, "grpc://") || rest.empty() ||
-      rest.find(':') == absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("session target '", options.target, "' is not grpc://host:port"));
+  int port = 0;
+  // A port past 65535 is refused (gRPC took it modulo 65536: another
+  // service), and so is port 0.
+  if (!absl::ConsumePrefix(&rest, "grpc://") || !ParseHostPort(rest, &port) || port == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("session target '", options.target,
+                                                   "' is not grpc://host:port (port 1 to 65535)"));
   }
   std::unique_ptr<GrpcSession> s(new GrpcSession());
   s->options_ = options;
