@@ -152,6 +152,28 @@ TEST(BindAddressTest, RefusedOptionsAreErrors) {
   }
 }
 
+// A port another server holds: the error says so, in one line (gRPC's own
+// log lines of the failure are kept out of stderr).
+TEST(BindAddressTest, PortInUseSaysWhy) {
+  ServerOptions so;
+  so.cluster.AddTask("worker", "127.0.0.1:0");
+  so.job = "worker";
+  so.task = 0;
+  so.port = 0;
+  auto first = GrpcServer::Create(so);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE((*first)->Start().ok());
+  so.port = (*first)->bound_port();
+  auto second = GrpcServer::Create(so);
+  ASSERT_TRUE(second.ok()) << second.status();
+  absl::Status st = (*second)->Start();
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
+  EXPECT_EQ(st.message(), absl::StrCat("task /job:worker/replica:0/task:0: cannot listen on "
+                                       "127.0.0.1:",
+                                       so.port, ": Address already in use"));
+  (*first)->Stop();
+}
+
 }  // namespace
 }  // namespace distributed
 }  // namespace graphrun

@@ -1,8 +1,11 @@
 #include "distributed/rpc/grpc_server.h"
 
+#include <grpc/support/log.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cstdio>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -68,6 +71,36 @@ void DescribeMetrics() {
           [] { return static_cast<double>(TensorBytesInUse()); });
   m.Gauge("graphrun_tensors", "tensor buffers alive in this process",
           [] { return static_cast<double>(TensorsInUse()); });
+}
+
+// gRPC's log lines while a server starts: kept, not printed, so that a
+// failure to listen is one line saying why (the port is taken, the key
+// does not match the certificate) instead of gRPC's multi-line dump and a
+// guess. Outside a start, lines print as gRPC prints them.
+std::mutex g_start_log_mu;           // one capture at a time
+std::mutex g_log_mu;                 // guards g_start_log
+std::string* g_start_log = nullptr;  // the capture in progress, if any
+
+void StartLog(gpr_log_func_args* args) {
+  {
+    std::lock_guard<std::mutex> l(g_log_mu);
+    if (g_start_log != nullptr) {
+      absl::StrAppend(g_start_log, args->message, "\n");
+      return;
+    }
+  }
+  std::fprintf(stderr, "%s %s:%d] %s\n", gpr_log_severity_string(args->severity), args->file,
+               args->line, args->message);
+}
+
+// Why gRPC could not listen, from its log: the first cause it names.
+std::string ListenFailure(const std::string& log) {
+  for (const char* cause : {"Address already in use", "Cannot assign requested address",
+                            "Permission denied", "Invalid cert chain file", "Invalid private key",
+                            "Name or service not known", "Address family not supported"}) {
+    if (log.find(cause) != std::string::npos) return cause;
+  }
+  return "gRPC refused the address";
 }
 
 }  // namespace
@@ -259,12 +292,24 @@ absl::Status GrpcServer::Start() {
   }
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(master_service_.get());
-  server_ = builder.BuildAndStart();
+  std::string start_log;
+  {
+    static std::once_flag installed;
+    std::call_once(installed, [] { gpr_set_log_function(StartLog); });
+    std::lock_guard<std::mutex> one(g_start_log_mu);
+    {
+      std::lock_guard<std::mutex> l(g_log_mu);
+      g_start_log = &start_log;
+    }
+    server_ = builder.BuildAndStart();
+    std::lock_guard<std::mutex> l(g_log_mu);
+    g_start_log = nullptr;
+  }
   if (server_ == nullptr || bound_port_ == 0) {
     server_.reset();
     data_server_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("task ", task_name_, ": cannot listen on ", listen, " (port in use?)"));
+    return absl::UnavailableError(absl::StrCat("task ", task_name_, ": cannot listen on ", listen,
+                                               ": ", ListenFailure(start_log)));
   }
   if (data_server_ != nullptr) worker_service_->set_data_port(data_server_->port());
   if (options_.metrics_port >= 0) {
