@@ -73,7 +73,19 @@ std::string NpyFileName(absl::string_view canonical_name) {
   std::string out = absl::StrReplaceAll(canonical_name, {{"/", "__"}});
   size_t colon = out.rfind(':');
   if (colon != std::string::npos) out[colon] = '_';
-  return out + ".npy";
+  // Signature keys may hold any byte: what a file name should not (a NUL,
+  // a newline, a second ':') becomes its hex code, and a name that would
+  // be hidden or empty gets a leading '_'.
+  std::string safe;
+  for (char c : out) {
+    if (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') {
+      safe.push_back(c);
+    } else {
+      absl::StrAppend(&safe, "%", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+    }
+  }
+  if (safe.empty() || safe[0] == '.') safe.insert(0, "_");
+  return safe + ".npy";
 }
 
 namespace {

@@ -133,6 +133,12 @@ TEST(RunArgsTest, Names) {
   EXPECT_FALSE(CanonicalTensorName("").ok());
   EXPECT_EQ(NpyFileName("y:0"), "y_0.npy");
   EXPECT_EQ(NpyFileName("dense/kernel/read:1"), "dense__kernel__read_1.npy");
+  // Signature keys hold any byte: none reaches a file name raw.
+  EXPECT_EQ(NpyFileName(std::string("x\0y", 3)), "x%00y.npy");
+  EXPECT_EQ(NpyFileName("a\nb"), "a%0ab.npy");
+  EXPECT_EQ(NpyFileName(""), "_.npy");
+  EXPECT_EQ(NpyFileName(".hidden"), "_.hidden.npy");
+  EXPECT_EQ(NpyFileName("probabilities"), "probabilities.npy");
 }
 
 TEST(RunArgsTest, UsageListsEveryFlag) {

@@ -78,7 +78,7 @@ std::string FormatOutput(const RunRequest& req, const std::vector<std::string>& 
     return out + "}}\n";
   }
   for (size_t i = 0; i < values.size(); ++i) {
-    absl::StrAppend(&out, labels[i], " = ", values[i].DebugString(kTextMaxEntries), "\n");
+    absl::StrAppend(&out, OneLine(labels[i]), " = ", values[i].DebugString(kTextMaxEntries), "\n");
   }
   return out;
 }
@@ -86,6 +86,16 @@ std::string FormatOutput(const RunRequest& req, const std::vector<std::string>& 
 absl::Status SaveNpys(const RunRequest& req, const std::vector<std::string>& labels,
                       const std::vector<Tensor>& values) {
   if (req.save_npy_dir.empty()) return absl::OkStatus();
+  // Signature keys are checked here (fetches were when the flags were read).
+  std::map<std::string, std::string> files;
+  for (const std::string& label : labels) {
+    auto [it, fresh] = files.emplace(NpyFileName(label), label);
+    if (!fresh) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--save_npy: outputs '", OneLine(it->second), "' and '", OneLine(label),
+                       "' would both be written to ", req.save_npy_dir, "/", it->first));
+    }
+  }
   GR_RETURN_IF_ERROR(CreateDirIfMissing(req.save_npy_dir));
   for (size_t i = 0; i < values.size(); ++i) {
     GR_RETURN_IF_ERROR(
@@ -96,6 +106,18 @@ absl::Status SaveNpys(const RunRequest& req, const std::vector<std::string>& lab
 
 // The tensor name a signature gives `key`; InvalidArgument listing the
 // signature's keys when it has no such key.
+// Keys for an error line: sorted, at most 20 of them, escaped (a model may
+// hold 100,000 signatures, or keys with newlines).
+std::string SomeKeys(std::vector<std::string> keys) {
+  std::sort(keys.begin(), keys.end());
+  constexpr size_t kShown = 20;
+  const size_t more = keys.size() > kShown ? keys.size() - kShown : 0;
+  if (more > 0) keys.resize(kShown);
+  std::string out = OneLine(absl::StrJoin(keys, ", "));
+  if (more > 0) absl::StrAppend(&out, ", ... (", more, " more)");
+  return out;
+}
+
 absl::StatusOr<std::string> SignatureTensor(
     const google::protobuf::Map<std::string, tensorflow::TensorInfo>& infos,
     const std::string& signature, const char* what, const std::string& key) {
@@ -103,10 +125,9 @@ absl::StatusOr<std::string> SignatureTensor(
   if (it == infos.end()) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : infos) keys.push_back(k);
-    std::sort(keys.begin(), keys.end());
     return absl::InvalidArgumentError(absl::StrCat("signature '", signature, "' has no ", what,
                                                    " '", key, "'; its ", what,
-                                                   "s: ", absl::StrJoin(keys, ", ")));
+                                                   "s: ", SomeKeys(keys)));
   }
   return CanonicalTensorName(it->second.name());
 }
@@ -128,10 +149,9 @@ absl::Status ExecuteSavedModelRun(const RunRequest& req, std::ostream& out) {
     if (sig == sigs.end()) {
       std::vector<std::string> keys;
       for (const auto& [k, v] : sigs) keys.push_back(k);
-      std::sort(keys.begin(), keys.end());
       return absl::NotFoundError(absl::StrCat("SavedModel '", req.graph_path,
                                               "' has no signature '", req.signature,
-                                              "'; it has: ", absl::StrJoin(keys, ", ")));
+                                              "'; it has: ", SomeKeys(keys)));
     }
     for (auto& [key, value] : feeds) {
       GR_ASSIGN_OR_RETURN(key, SignatureTensor(sig->second.inputs(), req.signature, "input", key));

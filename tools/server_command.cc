@@ -82,8 +82,12 @@ absl::StatusOr<distributed::ServerOptions> ParseServerArgs(absl::Span<const std:
     return absl::InvalidArgumentError("server: give --cluster (or set TF_CONFIG)");
   }
   if (o.cluster.num_tasks(o.job) <= o.task) {
-    return absl::InvalidArgumentError(absl::StrCat("server: task ", o.job, ":", o.task,
-                                                   " is not in the cluster ", o.cluster.ToJson()));
+    std::string cluster = o.cluster.ToJson();
+    if (cluster.size() > 500) {  // a cluster of millions of tasks: the start
+      cluster = absl::StrCat(cluster.substr(0, 500), "... (", cluster.size(), " bytes)");
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("server: task ", o.job, ":", o.task, " is not in the cluster ", cluster));
   }
   o.bind_host = flags.GetString("bind", "");
   o.insecure = flags.GetBool("insecure");

@@ -32,6 +32,10 @@ std::string ShapeText(const tensorflow::TensorShapeProto& s) {
   return absl::StrCat("(", absl::StrJoin(dims, ", "), ")");
 }
 
+// A model's object graph can name one function from many places: its
+// listing stops past this much output (29 KB of proto printed 2.1 GB).
+constexpr size_t kMaxShowBytes = size_t{16} << 20;
+
 void ShowTensors(const char* what,
                  const google::protobuf::Map<std::string, tensorflow::TensorInfo>& infos,
                  std::string* out) {
@@ -39,10 +43,10 @@ void ShowTensors(const char* what,
                   "(s):\n");
   for (const std::string& key : SortedKeys(infos)) {
     const tensorflow::TensorInfo& t = infos.at(key);
-    absl::StrAppend(out, "    ", what, "s['", key, "'] tensor_info:\n",
+    absl::StrAppend(out, "    ", what, "s['", OneLine(key), "'] tensor_info:\n",
                     "        dtype: ", DataTypeEnumName(t.dtype()), "\n",
                     "        shape: ", ShapeText(t.tensor_shape()), "\n",
-                    "        name: ", t.name(), "\n");
+                    "        name: ", OneLine(t.name()), "\n");
   }
 }
 
@@ -181,9 +185,9 @@ void ShowArguments(const std::vector<const tensorflow::StructuredValue*>& args, 
     const tensorflow::StructuredValue& a = *args[i];
     absl::StrAppend(out, in, label, " #", i + 1, "\n");
     if (a.has_tensor_spec_value()) {
-      absl::StrAppend(out, in, "  ", a.tensor_spec_value().name(), ": ", PyRepr(a), "\n");
+      absl::StrAppend(out, in, "  ", OneLine(a.tensor_spec_value().name()), ": ", PyRepr(a), "\n");
     } else if (a.kind_case() == tensorflow::StructuredValue::kStringValue) {
-      absl::StrAppend(out, in, "  ", a.string_value(), "\n");
+      absl::StrAppend(out, in, "  ", OneLine(a.string_value()), "\n");
     } else {
       absl::StrAppend(out, in, "  DType: ", PyTypeName(a), "\n", in, "  Value: ", PyRepr(a), "\n");
     }
@@ -215,8 +219,13 @@ void ShowConcreteFunctions(const tensorflow::SavedObjectGraph& g, std::string* o
       continue;
     }
     std::sort(fns.begin(), fns.end());
-    absl::StrAppend(out, "\n  Function Name: '", name, "'\n");
-    for (size_t i = 0; i < fns.size(); ++i) {
+    if (out->size() > kMaxShowBytes) {  // children x functions x arguments
+      absl::StrAppend(out, "\n  ... (more functions left out: over ", kMaxShowBytes,
+                      " bytes of output)\n");
+      return;
+    }
+    absl::StrAppend(out, "\n  Function Name: '", OneLine(name), "'\n");
+    for (size_t i = 0; i < fns.size() && out->size() <= kMaxShowBytes; ++i) {
       auto it = g.concrete_functions().find(fns[i]);
       if (it == g.concrete_functions().end()) continue;
       const tensorflow::StructuredValue& sig = it->second.canonicalized_input_signature();
@@ -255,7 +264,7 @@ std::string ShowSavedModel(const tensorflow::SavedModel& model) {
   for (const auto& mg : model.meta_graphs()) {
     std::vector<std::string> tags(mg.meta_info_def().tags().begin(),
                                   mg.meta_info_def().tags().end());
-    graphs.emplace_back(absl::StrJoin(tags, ", "), &mg);
+    graphs.emplace_back(OneLine(absl::StrJoin(tags, ", ")), &mg);
   }
   std::sort(graphs.begin(), graphs.end());
   std::string out;
@@ -264,10 +273,10 @@ std::string ShowSavedModel(const tensorflow::SavedModel& model) {
                     "' contains the following SignatureDefs:\n");
     for (const std::string& key : SortedKeys(mg->signature_def())) {
       const tensorflow::SignatureDef& sig = mg->signature_def().at(key);
-      absl::StrAppend(&out, "\nsignature_def['", key, "']:\n");
+      absl::StrAppend(&out, "\nsignature_def['", OneLine(key), "']:\n");
       ShowTensors("input", sig.inputs(), &out);
       ShowTensors("output", sig.outputs(), &out);
-      absl::StrAppend(&out, "  Method name is: ", sig.method_name(), "\n");
+      absl::StrAppend(&out, "  Method name is: ", OneLine(sig.method_name()), "\n");
     }
   }
   // TF 2 models: the object graph's functions (the first meta graph that
