@@ -63,7 +63,9 @@ bool PartialShape::fully_defined() const {
 int64_t PartialShape::num_elements() const {
   if (!fully_defined()) return -1;
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims_) {
+    if (__builtin_mul_overflow(n, d, &n)) return -1;  // no tensor has that many
+  }
   return n;
 }
 

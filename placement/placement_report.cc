@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -27,6 +28,14 @@
 namespace graphrun {
 namespace placement {
 namespace {
+
+// Byte counts from a graph or a RunMetadata file may be absurd: sums stop
+// at INT64_MAX instead of wrapping to negative numbers.
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
 
 std::string Quote(absl::string_view s) {
   std::string out = "\"";
@@ -74,7 +83,9 @@ PartialShape OutputShape(const Node& n, int k, int depth = 0) {
 int64_t Bytes(const PartialShape& s, DataType dtype, int64_t batch_size) {
   if (!s.known_rank()) return -1;
   int64_t n = DataTypeSize(BaseType(dtype));
-  for (int64_t d : s.dims()) n *= d < 0 ? batch_size : d;
+  for (int64_t d : s.dims()) {
+    if (__builtin_mul_overflow(n, d < 0 ? batch_size : d, &n)) return -1;  // no such tensor
+  }
   return n;
 }
 
@@ -216,7 +227,7 @@ void SumTaskPairs(PlacementReport* report) {
     p.dst_task = e.dst_task;
     ++p.num_edges;
     if (p.bytes_per_step >= 0) {
-      p.bytes_per_step = e.bytes_per_step < 0 ? -1 : p.bytes_per_step + e.bytes_per_step;
+      p.bytes_per_step = e.bytes_per_step < 0 ? -1 : SatAdd(p.bytes_per_step, e.bytes_per_step);
     }
   }
   report->pairs.clear();
@@ -293,7 +304,7 @@ absl::StatusOr<PlacementReport> BuildPlacementReport(const tensorflow::GraphDef&
     if (options.ps_ops.count(n->op())) {
       const VariableInfo info = GetVariableInfo(n->def());
       t.variables.push_back({n->name(), info.shape, info.dtype, info.bytes});
-      if (info.bytes > 0) t.bytes += info.bytes;
+      if (info.bytes > 0) t.bytes = SatAdd(t.bytes, info.bytes);
     }
   }
   // The consumers of each (tensor, destination task) pair, to skip edges
@@ -326,8 +337,14 @@ absl::StatusOr<PlacementReport> BuildPlacementReport(const tensorflow::GraphDef&
       e.bytes_per_step = Bytes(e.shape, e.dtype, options.batch_size);
       if (e.bytes_per_step > 0) {
         auto s = task_index.find(e.src_task), d = task_index.find(e.dst_task);
-        if (s != task_index.end()) report.tasks[s->second].send_bytes_per_step += e.bytes_per_step;
-        if (d != task_index.end()) report.tasks[d->second].recv_bytes_per_step += e.bytes_per_step;
+        if (s != task_index.end()) {
+          auto& sent = report.tasks[s->second].send_bytes_per_step;
+          sent = SatAdd(sent, e.bytes_per_step);
+        }
+        if (d != task_index.end()) {
+          auto& received = report.tasks[d->second].recv_bytes_per_step;
+          received = SatAdd(received, e.bytes_per_step);
+        }
       }
       report.edges.push_back(std::move(e));
     }
@@ -424,18 +441,19 @@ absl::StatusOr<PlacementReport> MeasuredTrafficReport(const tensorflow::RunMetad
       Seen& seen = transfers[{rec->tensor_name, rec->send_device, rec->recv_device}];
       if (rec->is_recv) {
         seen.has_recv = true;
-        seen.recv_bytes += rec->bytes;
+        seen.recv_bytes = SatAdd(seen.recv_bytes, rec->bytes);
         for (const auto& out : ns.output()) {
           if (out.slot() != 0) continue;
           const auto& desc = out.tensor_description();
           seen.dtype = desc.dtype();
           if (desc.has_shape()) seen.shape = PartialShape::FromProto(desc.shape());
           if (rec->bytes == 0) {
-            seen.recv_bytes += desc.allocation_description().requested_bytes();
+            seen.recv_bytes =
+                SatAdd(seen.recv_bytes, desc.allocation_description().requested_bytes());
           }
         }
       } else {
-        seen.send_bytes += rec->bytes;
+        seen.send_bytes = SatAdd(seen.send_bytes, rec->bytes);
       }
       if (seen.record.tensor_name.empty() || rec->is_recv) seen.record = *std::move(rec);
     }
@@ -491,7 +509,7 @@ absl::StatusOr<PlacementReport> MeasuredTrafficReport(const tensorflow::RunMetad
       if (options.ps_ops.count(n.op())) {
         const VariableInfo info = GetVariableInfo(n);
         t.variables.push_back({n.name(), info.shape, info.dtype, info.bytes});
-        if (info.bytes > 0) t.bytes += info.bytes;
+        if (info.bytes > 0) t.bytes = SatAdd(t.bytes, info.bytes);
       }
     }
   }
@@ -517,9 +535,11 @@ absl::StatusOr<PlacementReport> MeasuredTrafficReport(const tensorflow::RunMetad
       e.shape = seen.shape;
       e.bytes_per_step = 0;
     }
-    e.bytes_per_step += bytes;
-    report.tasks[index[src]].send_bytes_per_step += bytes;
-    report.tasks[index[dst]].recv_bytes_per_step += bytes;
+    e.bytes_per_step = SatAdd(e.bytes_per_step, bytes);
+    auto& sent = report.tasks[index[src]].send_bytes_per_step;
+    sent = SatAdd(sent, bytes);
+    auto& received = report.tasks[index[dst]].recv_bytes_per_step;
+    received = SatAdd(received, bytes);
     if (absl::StartsWith(tensor, "^")) continue;
     if (std::string var = tracer.ReadOf(src, InputNode(tensor)); !var.empty()) {
       var_traffic[{src, var}].first += bytes;

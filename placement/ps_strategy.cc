@@ -34,7 +34,8 @@ VariableInfo GetVariableInfo(const tensorflow::NodeDef& node) {
   if (GetAttr(node, "dtype", &dtype).ok()) info.dtype = dtype;
   const int64_t n = info.shape.num_elements();
   const int size = info.dtype == DT_INVALID ? 0 : DataTypeSize(BaseType(info.dtype));
-  if (n >= 0 && size > 0) info.bytes = n * size;
+  int64_t bytes = 0;
+  if (n >= 0 && size > 0 && !__builtin_mul_overflow(n, int64_t{size}, &bytes)) info.bytes = bytes;
   return info;
 }
 

@@ -1,5 +1,6 @@
 #include "placement/replica_device_setter.h"
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -133,6 +134,18 @@ TEST(PsStrategyTest, GreedyBytesPicksLeastLoaded) {
   EXPECT_EQ(f(MakeNode("c", "VariableV2", "", {10})), "/job:ps/task:1");    // 40 B
   EXPECT_EQ(f(MakeNode("d", "VarHandleOp", "", {50})), "/job:ps/task:1");   // 80 < 100
   EXPECT_EQ(f(MakeNode("e", "VariableV2", "", {1})), "/job:ps/task:0");     // 100 < 280
+}
+
+// Shapes whose element or byte counts pass int64 have unknown bytes (-1),
+// never a wrapped count (-4 for [INT64_MAX, 1], 0 for [2^31]^3).
+TEST(PsStrategyTest, OverflowingSizesAreUnknown) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(GetVariableInfo(MakeNode("a", "VariableV2", "", {max, 1})).bytes, -1);
+  const int64_t big = int64_t{1} << 31;
+  EXPECT_EQ(GetVariableInfo(MakeNode("b", "VariableV2", "", {big, big, big})).bytes, -1);
+  EXPECT_EQ(PartialShape({big, big, big}).num_elements(), -1);
+  EXPECT_EQ(GetVariableInfo(MakeNode("c", "VariableV2", "", {1 << 20, 1 << 20})).bytes,
+            int64_t{4} << 40);
 }
 
 class LastTaskStrategy : public PsStrategy {
