@@ -546,6 +546,12 @@ TEST(GraphrunCliTest, TrainUsageErrorsAndBadData) {
   ExpectError({"train", "--local", "--checkpoint_dir=", "--export_graph=/tmp/x.pb"}, 2,
               "InvalidArgument: --export_graph: needs checkpoints (the exported weights are the "
               "last checkpoint's); give --checkpoint_dir\n");
+  for (const char* nan : {"--save_checkpoint_secs=nan", "--save_checkpoint_secs=inf"}) {
+    ExpectError({"train", "--local", nan}, 2,
+                "InvalidArgument: --save_checkpoint_secs: expected seconds >= 0\n");
+  }
+  ExpectError({"train", "--local", "--learning_rate=inf"}, 2,
+              "InvalidArgument: --learning_rate: expected a positive number\n");
   // Found before training: exit 1 at once, nothing on stdout.
   ExpectError({"train", "--local", "--steps=100000", "--export_graph=/nonexistent/dir/m.pb",
                "--checkpoint_dir=" + TempPath("export_ckpt"), "--format=json"},

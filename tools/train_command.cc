@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -251,7 +252,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   }
   if (f.Has("learning_rate")) {
     if (!absl::SimpleAtod(f.GetString("learning_rate"), &c.learning_rate) ||
-        !(c.learning_rate > 0)) {
+        !(c.learning_rate > 0) || !std::isfinite(c.learning_rate)) {
       return absl::InvalidArgumentError("--learning_rate: expected a positive number");
     }
   }
@@ -261,7 +262,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
       f.GetInt("save_checkpoint_steps", c.save_checkpoint_steps, 0, int64_t{1} << 40));
   if (f.Has("save_checkpoint_secs")) {
     if (!absl::SimpleAtod(f.GetString("save_checkpoint_secs"), &c.save_checkpoint_secs) ||
-        c.save_checkpoint_secs < 0) {
+        !(c.save_checkpoint_secs >= 0) || !std::isfinite(c.save_checkpoint_secs)) {
       return absl::InvalidArgumentError("--save_checkpoint_secs: expected seconds >= 0");
     }
   }
@@ -377,7 +378,7 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   GR_RETURN_IF_ERROR(LoadCredentials(creds).status());
   if (f.Has("eval_timeout_secs")) {
     if (!absl::SimpleAtod(f.GetString("eval_timeout_secs"), &c.eval_timeout_secs) ||
-        !(c.eval_timeout_secs >= 0)) {
+        !(c.eval_timeout_secs >= 0) || !std::isfinite(c.eval_timeout_secs)) {
       return absl::InvalidArgumentError("--eval_timeout_secs: expected seconds >= 0");
     }
   }
