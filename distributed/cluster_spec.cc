@@ -282,6 +282,13 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
   if (!v->is_object()) {
     return absl::InvalidArgumentError("TF_CONFIG: expected an object");
   }
+  // Python's json, which TensorFlow reads TF_CONFIG with, keeps the last of
+  // two equal keys; this reader kept the first: the same TF_CONFIG made a
+  // PS here and a worker there. Neither is taken.
+  GR_RETURN_IF_ERROR(CheckNoDuplicateKeys(*v, "TF_CONFIG"));
+  if (const JsonValue* task = v->Find("task"); task != nullptr && task->is_object()) {
+    GR_RETURN_IF_ERROR(CheckNoDuplicateKeys(*task, "TF_CONFIG: task"));
+  }
   TfConfig cfg;
   const JsonValue* cluster = v->Find("cluster");
   const JsonValue* sparse = v->Find("sparseCluster");

@@ -88,6 +88,19 @@ TEST(ClusterSpecTest, HostPortIsStrict) {
                 "is not host:port");
 }
 
+// Equal keys: TensorFlow (Python's json) keeps the last, this reader kept
+// the first; both are refused.
+TEST(ClusterSpecTest, TfConfigDuplicateKeysAreRefused) {
+  auto twice =
+      ParseTfConfig(R"({"cluster": {"ps": ["a:1"], "worker": ["b:1"]}, "task": {"type": "ps"},)"
+                    R"( "task": {"type": "worker"}})");
+  ExpectInvalid(twice.status(), "TF_CONFIG: duplicate key 'task'");
+  auto index = ParseTfConfig(
+      R"({"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0,)"
+      R"( "index": 1}})");
+  ExpectInvalid(index.status(), "TF_CONFIG: task: duplicate key 'index'");
+}
+
 TEST(ClusterSpecTest, FromFlagReadsFiles) {
   std::string path = ::testing::TempDir() + "/cluster.json";
   {
