@@ -1,9 +1,11 @@
 #include "tools/placement_flags.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "distributed/cluster_spec.h"
 #include "graph/status.h"
 #include "placement/placement_pass.h"
 #include "tools/file_util.h"
@@ -27,18 +29,36 @@ absl::StatusOr<std::map<std::string, int>> ParseClusterJson(absl::string_view te
     return absl::InvalidArgumentError("cluster: expected an object of job name -> tasks");
   }
   std::map<std::string, int> out;
+  // Checked as a server would check them: addresses are host:port, no job
+  // or index is given twice, the chief has one name.
+  auto address = [&](const std::string& job, const JsonValue& a) -> absl::Status {
+    int port = 0;
+    if (!a.is_string() || !distributed::ParseHostPort(a.string_value(), &port)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster: job '", job, "': ",
+          a.is_string() ? "'" + OneLine(a.string_value()) + "'" : "a value", " is not host:port"));
+    }
+    return absl::OkStatus();
+  };
   for (const auto& [job, tasks] : jobs->members()) {
     if (job.empty()) return absl::InvalidArgumentError("cluster: empty job name");
+    if (out.count(job) > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster: job '", job, "' given twice"));
+    }
     int n = 0;
     if (tasks.is_array()) {
       n = static_cast<int>(tasks.items().size());
+      for (const JsonValue& a : tasks.items()) GR_RETURN_IF_ERROR(address(job, a));
     } else if (tasks.is_object()) {
+      std::set<int> seen;
       for (const auto& [index, addr] : tasks.members()) {
         int i = 0;
-        if (!absl::SimpleAtoi(index, &i) || i < 0 || i > 1 << 20) {
+        if (!absl::SimpleAtoi(index, &i) || i < 0 || i > 1 << 20 || absl::StrCat(i) != index ||
+            !seen.insert(i).second) {
           return absl::InvalidArgumentError(
-              absl::StrCat("cluster: job '", job, "': bad task index '", index, "'"));
+              absl::StrCat("cluster: job '", job, "': bad task index '", OneLine(index), "'"));
         }
+        GR_RETURN_IF_ERROR(address(job, addr));
         n = std::max(n, i + 1);
       }
     } else {
@@ -46,6 +66,10 @@ absl::StatusOr<std::map<std::string, int>> ParseClusterJson(absl::string_view te
           absl::StrCat("cluster: job '", job, "': expected a list of addresses"));
     }
     out[job] = n;
+  }
+  if (out.count("chief") > 0 && out.count("master") > 0) {
+    return absl::InvalidArgumentError(
+        "cluster: both a 'chief' and a 'master' job (master is the chief)");
   }
   return out;
 }

@@ -195,6 +195,18 @@ TEST(PlacevizTest, Errors) {
   Result nops = Placeviz({model, "--cluster={\"worker\": [\"c:1\"]}"});
   EXPECT_EQ(nops.code, 1);
   EXPECT_THAT(nops.err, HasSubstr("no 'ps' job"));
+  // Checked as servers check clusters (these were counted as tasks).
+  for (const auto& [json, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"ps": ["not an address", 5, null]})", "'not an address' is not host:port"},
+           {R"({"ps": ["a:1", 5]})", "a value is not host:port"},
+           {R"({"ps": ["a:1"], "ps": ["b:1", "c:1"]})", "job 'ps' given twice"},
+           {R"({"ps": {"-0": "a:1"}})", "bad task index '-0'"},
+           {R"({"ps": {"0": "a:1", "00": "b:1"}})", "bad task index '00'"},
+           {R"({"ps": ["a:1"], "chief": ["b:1"], "master": ["c:1"]})", "both a 'chief'"}}) {
+    Result bad = Placeviz({model, "--cluster=" + json});
+    EXPECT_EQ(bad.code, 2) << json;
+    EXPECT_THAT(bad.err, HasSubstr(why)) << json;
+  }
 }
 
 // A hand-written step: w (a [4,8] float on ps:0) read by two workers, one
