@@ -1,5 +1,6 @@
 #include "distributed/launcher_link.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -57,7 +58,9 @@ int TakeLauncherFd() {
   const char* v = std::getenv(kLauncherFdEnv);
   if (v == nullptr) return -1;
   int fd = -1;
-  bool ok = absl::SimpleAtoi(v, &fd) && fd >= 0;
+  // Never a standard stream (2 wrote the port to stderr, waited on it, and
+  // closed it: the task's error then went nowhere), and an open one.
+  bool ok = absl::SimpleAtoi(v, &fd) && fd > 2 && fcntl(fd, F_GETFD) != -1;
   unsetenv(kLauncherFdEnv);
   return ok ? fd : -1;
 }

@@ -42,9 +42,9 @@ inline constexpr int kLauncherWaitMs = 120000;
 
 // --- In the task ---
 
-// The launcher's descriptor when a launcher started this process, else -1.
-// Clears the environment variable, so this process' own children do not
-// see it.
+// The launcher's descriptor when a launcher started this process, else -1
+// (also for a standard stream or a descriptor that is not open). Clears
+// the environment variable, so this process' own children do not see it.
 int TakeLauncherFd();
 
 // Starts a server of `options` on port 0 for the launcher on `fd`: reports

@@ -258,8 +258,7 @@ int ClusterCommand(absl::Span<const std::string> args, std::ostream& out, std::o
       },
       nullptr, "", 0, host);
   if (!launch.ok()) {
-    err << absl::StrCat(absl::StatusCodeToString(launch.status().code()),
-                        ": cluster: ", launch.status().message(), "\n");
+    err << StatusToLine(AnnotateStatus(launch.status(), "cluster: ")) << "\n";
     cleanup();
     return kExitFailure;
   }

@@ -117,6 +117,23 @@ TEST(LauncherLinkTest, TasksReportDistinctPortsAndServeOnlyWithTheirCluster) {
 
 // A task that exits before it reports (here: a usage error) is named with
 // the last line of its log.
+// Only a descriptor the launcher could have passed: not a standard stream
+// (2 made a task write its port to stderr and then close it), not a closed
+// one, not garbage.
+TEST(LauncherLinkTest, TakeLauncherFdRefusesStandardStreamsAndClosedFds) {
+  for (const char* v : {"0", "1", "2", "999", "-3", "x"}) {
+    setenv(distributed::kLauncherFdEnv, v, 1);
+    EXPECT_EQ(distributed::TakeLauncherFd(), -1) << v;
+    EXPECT_EQ(std::getenv(distributed::kLauncherFdEnv), nullptr) << v;
+  }
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  setenv(distributed::kLauncherFdEnv, std::to_string(p[0]).c_str(), 1);
+  EXPECT_EQ(distributed::TakeLauncherFd(), p[0]);
+  close(p[0]);
+  close(p[1]);
+}
+
 TEST(LauncherLinkTest, TaskThatExitsFirstIsNamed) {
   Children children;
   ChildProcess c;
