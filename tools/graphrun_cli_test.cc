@@ -552,6 +552,9 @@ TEST(GraphrunCliTest, TrainUsageErrorsAndBadData) {
   }
   ExpectError({"train", "--local", "--learning_rate=inf"}, 2,
               "InvalidArgument: --learning_rate: expected a positive number\n");
+  ExpectError({"train", "--port_base=99999"}, 2,
+              "InvalidArgument: --port_base: only for tasks started by srun (the cluster then "
+              "comes from SLURM_*)\n");
   // Found before training: exit 1 at once, nothing on stdout.
   ExpectError({"train", "--local", "--steps=100000", "--export_graph=/nonexistent/dir/m.pb",
                "--checkpoint_dir=" + TempPath("export_ckpt"), "--format=json"},

@@ -270,9 +270,15 @@ absl::StatusOr<TrainConfig> ParseTrainFlags(absl::Span<const std::string> args) 
   if (f.Has("strategy") && c.local) {
     return absl::InvalidArgumentError("--strategy: --local places nothing (no PS tasks)");
   }
+  const bool from_slurm =
+      std::getenv("TF_CONFIG") == nullptr && distributed::UnderSlurm(std::getenv) && !c.local;
+  if (f.Has("port_base") && !from_slurm) {  // it was ignored silently
+    return absl::InvalidArgumentError(
+        "--port_base: only for tasks started by srun (the cluster then comes from SLURM_*)");
+  }
   if (const char* tf_config = std::getenv("TF_CONFIG"); tf_config != nullptr) {
     c.tf_config = tf_config;
-  } else if (distributed::UnderSlurm(std::getenv) && !c.local) {
+  } else if (from_slurm) {
     // A task of `srun graphrun train`: the cluster from SLURM_* (TF_CONFIG,
     // when set, wins). Exported, so that a ps task served as `graphrun
     // server` reads the same.
