@@ -102,6 +102,11 @@ absl::StatusOr<std::vector<bool>> NeededNodes(const Graph& graph,
       if (n == nullptr) {
         return absl::NotFoundError(absl::StrCat("fetch '", f, "': no such node"));
       }
+      if (!id.IsControl() && id.index >= n->num_outputs()) {
+        return absl::InvalidArgumentError(absl::StrCat("fetch '", f, "': node '", n->name(),
+                                                       "' has ", n->num_outputs(), " output",
+                                                       n->num_outputs() == 1 ? "" : "s"));
+      }
       stack.push_back(n);
     }
   } else {

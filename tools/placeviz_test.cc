@@ -195,6 +195,10 @@ TEST(PlacevizTest, Errors) {
   Result nops = Placeviz({model, "--cluster={\"worker\": [\"c:1\"]}"});
   EXPECT_EQ(nops.code, 1);
   EXPECT_THAT(nops.err, HasSubstr("no 'ps' job"));
+  // A fetch past the node's outputs (it was reported as output 0).
+  Result past = Placeviz({model, "--ps_tasks=2", "--fetch=logits/BiasAdd:5"});
+  EXPECT_EQ(past.code, 1);
+  EXPECT_THAT(past.err, HasSubstr("fetch 'logits/BiasAdd:5': node 'logits/BiasAdd' has 1 output"));
   // Checked as servers check clusters (these were counted as tasks).
   for (const auto& [json, why] : std::vector<std::pair<std::string, std::string>>{
            {R"({"ps": ["not an address", 5, null]})", "'not an address' is not host:port"},
