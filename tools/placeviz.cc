@@ -541,6 +541,12 @@ int PlacevizMain(absl::Span<const std::string> args, std::ostream& out, std::ost
     return usage_error(absl::InvalidArgumentError(absl::StrCat(
         "--compare: expected strategies S1,S2,..., got '", flags->GetString("compare"), "'")));
   }
+  if (flags->Has("compare") && flags->Has("format") && flags->GetString("format") != "text") {
+    // The comparison is a text table only: another format was ignored.
+    return usage_error(absl::InvalidArgumentError(
+        absl::StrCat("--compare prints a text table; --format=", flags->GetString("format"),
+                     " is not available with it")));
+  }
   absl::Status s = Run(*flags, *placement, out);
   if (!s.ok()) {
     err << StatusToLine(s) << "\n";

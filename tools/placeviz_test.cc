@@ -195,6 +195,10 @@ TEST(PlacevizTest, Errors) {
   Result nops = Placeviz({model, "--cluster={\"worker\": [\"c:1\"]}"});
   EXPECT_EQ(nops.code, 1);
   EXPECT_THAT(nops.err, HasSubstr("no 'ps' job"));
+  Result json_compare =
+      Placeviz({model, "--ps_tasks=2", "--compare=round_robin,balanced", "--format=json"});
+  EXPECT_EQ(json_compare.code, 2);
+  EXPECT_THAT(json_compare.err, HasSubstr("--format=json is not available with it"));
   // A fetch past the node's outputs (it was reported as output 0).
   Result past = Placeviz({model, "--ps_tasks=2", "--fetch=logits/BiasAdd:5"});
   EXPECT_EQ(past.code, 1);
