@@ -707,6 +707,9 @@ TEST(GraphrunCliTest, SavedModelTf1BySignature) {
       "NotFound: SavedModel '" + dir + "' has no signature 'predict'; it has: serving_default\n");
   ExpectError({"run", dir, "--signature=serving_default", "--tag_set=train"}, 1,
               "NotFound: no MetaGraphDef with tags 'train'; the SavedModel has 'serve'\n");
+  ExpectError({"run", dir, "--signature=serving_default", "--ps_tasks=2"}, 2,
+              "InvalidArgument: a SavedModel runs in a local session: --ps_tasks, --cluster and "
+              "--target do not apply\n");
 }
 
 TEST(GraphrunCliTest, SavedModelTf2CallsIntoTheLibrary) {

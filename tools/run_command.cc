@@ -135,7 +135,7 @@ absl::StatusOr<std::string> SignatureTensor(
 // `graphrun run DIR`: loads the SavedModel (variables restored, init op
 // run) and runs one step, by signature keys or by tensor names.
 absl::Status ExecuteSavedModelRun(const RunRequest& req, std::ostream& out) {
-  if (req.placement.enabled() || !req.target.empty()) {
+  if (req.placement.enabled() || !req.target.empty()) {  // RunCommand said so first
     return absl::InvalidArgumentError(
         "a SavedModel runs in a local session: --ps_tasks, --cluster and --target do not apply");
   }
@@ -282,6 +282,11 @@ absl::Status ExecuteGraphRun(const RunRequest& req, tensorflow::GraphDef def, st
 
 int RunCommand(absl::Span<const std::string> args, std::ostream& out, std::ostream& err) {
   auto req = ParseRunArgs(args);
+  if (req.ok() && IsSavedModelDir(req->graph_path) &&
+      (req->placement.enabled() || !req->target.empty())) {
+    req = absl::InvalidArgumentError(
+        "a SavedModel runs in a local session: --ps_tasks, --cluster and --target do not apply");
+  }
   if (!req.ok()) {
     err << StatusToLine(req.status()) << "\n";
     return kExitUsage;
