@@ -102,7 +102,9 @@ absl::StatusOr<std::vector<bool>> NeededNodes(const Graph& graph,
       if (n == nullptr) {
         return absl::NotFoundError(absl::StrCat("fetch '", f, "': no such node"));
       }
-      if (!id.IsControl() && id.index >= n->num_outputs()) {
+      // A bare name of a node without outputs is a target (a train op).
+      const bool target = n->num_outputs() == 0 && f.find(':') == std::string::npos;
+      if (!id.IsControl() && !target && id.index >= n->num_outputs()) {
         return absl::InvalidArgumentError(absl::StrCat("fetch '", f, "': node '", n->name(),
                                                        "' has ", n->num_outputs(), " output",
                                                        n->num_outputs() == 1 ? "" : "s"));

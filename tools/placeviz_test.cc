@@ -203,6 +203,9 @@ TEST(PlacevizTest, Errors) {
   Result past = Placeviz({model, "--ps_tasks=2", "--fetch=logits/BiasAdd:5"});
   EXPECT_EQ(past.code, 1);
   EXPECT_THAT(past.err, HasSubstr("fetch 'logits/BiasAdd:5': node 'logits/BiasAdd' has 1 output"));
+  // A bare name of a node without outputs is a target: fine.
+  EXPECT_EQ(Placeviz({model, "--ps_tasks=2", "--fetch=init"}).code, 0);
+  EXPECT_EQ(Placeviz({model, "--ps_tasks=2", "--fetch=init:0"}).code, 1);
   // Checked as servers check clusters (these were counted as tasks).
   for (const auto& [json, why] : std::vector<std::pair<std::string, std::string>>{
            {R"({"ps": ["not an address", 5, null]})", "'not an address' is not host:port"},
