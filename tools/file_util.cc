@@ -14,26 +14,6 @@
 
 namespace graphrun {
 namespace tools {
-namespace {
-
-absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& path) {
-  std::string msg = absl::StrCat(path, ": cannot ", what, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(msg);
-    case EISDIR:  // a directory where a file belongs: the caller's to fix
-      return absl::FailedPreconditionError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
-}
-
-}  // namespace
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
   return ReadFileCapped(path, max_bytes);
@@ -41,11 +21,11 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t m
 
 absl::Status WriteStringToFile(const std::string& path, absl::string_view data) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return ErrnoStatus(errno, "open for writing", path);
+  if (f == nullptr) return FileErrnoStatus(errno, "open for writing", path);
   size_t n = data.empty() ? 0 : std::fwrite(data.data(), 1, data.size(), f);
   int err = errno;
   if (std::fclose(f) != 0 || n != data.size()) {
-    return ErrnoStatus(n != data.size() ? err : errno, "write", path);
+    return FileErrnoStatus(n != data.size() ? err : errno, "write", path);
   }
   return absl::OkStatus();
 }
@@ -57,7 +37,7 @@ absl::Status CreateDirIfMissing(const std::string& path) {
     return absl::FailedPreconditionError(absl::StrCat(path, ": exists and is not a directory"));
   }
   if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) {
-    return ErrnoStatus(errno, "create directory", path);
+    return FileErrnoStatus(errno, "create directory", path);
   }
   return absl::OkStatus();
 }

@@ -10,9 +10,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace graphrun {
-namespace {
-
-absl::Status ErrnoStatus(int err, const char* what, const std::string& path) {
+absl::Status FileErrnoStatus(int err, absl::string_view what, const std::string& path) {
   std::string msg = absl::StrCat(path, ": cannot ", what, ": ", std::strerror(err));
   switch (err) {
     case ENOENT:
@@ -20,19 +18,18 @@ absl::Status ErrnoStatus(int err, const char* what, const std::string& path) {
       return absl::NotFoundError(msg);
     case EACCES:
     case EPERM:
+    case EROFS:
       return absl::PermissionDeniedError(msg);
-    case EISDIR:
+    case EISDIR:  // a directory where a file belongs: the caller's to fix
       return absl::FailedPreconditionError(msg);
     default:
       return absl::InternalError(msg);
   }
 }
 
-}  // namespace
-
 absl::StatusOr<std::string> ReadFileCapped(const std::string& path, uint64_t max_bytes) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return ErrnoStatus(errno, "open", path);
+  if (f == nullptr) return FileErrnoStatus(errno, "open", path);
   auto too_big = [&](const std::string& size) {
     std::fclose(f);
     return absl::ResourceExhaustedError(
@@ -42,7 +39,7 @@ absl::StatusOr<std::string> ReadFileCapped(const std::string& path, uint64_t max
   if (::fstat(fileno(f), &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
       std::fclose(f);
-      return ErrnoStatus(EISDIR, "read", path);
+      return FileErrnoStatus(EISDIR, "read", path);
     }
     if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
       return too_big(absl::StrCat(st.st_size, " bytes are"));
@@ -64,7 +61,7 @@ absl::StatusOr<std::string> ReadFileCapped(const std::string& path, uint64_t max
   const bool failed = std::ferror(f) != 0;
   const int err = errno;
   std::fclose(f);
-  if (failed) return ErrnoStatus(err, "read", path);
+  if (failed) return FileErrnoStatus(err, "read", path);
   return out;
 }
 

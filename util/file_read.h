@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace graphrun {
 
@@ -17,6 +18,11 @@ namespace graphrun {
 // file's size is checked before reading; anything else is read no
 // further) or memory runs out.
 absl::StatusOr<std::string> ReadFileCapped(const std::string& path, uint64_t max_bytes);
+
+// "PATH: cannot WHAT: strerror" as NotFound (ENOENT, ENOTDIR),
+// PermissionDenied (EACCES, EPERM, EROFS), FailedPrecondition (EISDIR) or
+// Internal.
+absl::Status FileErrnoStatus(int err, absl::string_view what, const std::string& path);
 
 }  // namespace graphrun
 
