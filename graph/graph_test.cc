@@ -128,7 +128,8 @@ TEST(GraphParseTest, DeepTextNestingIsRefused) {
   for (int depth : {40, 2500, 100000}) {
     auto deep = ParseGraphDef(nested(depth), true);
     EXPECT_EQ(deep.status().code(), absl::StatusCode::kInvalidArgument) << depth;
-    EXPECT_THAT(std::string(deep.status().message()), ::testing::HasSubstr("recursion limit of 100"))
+    EXPECT_THAT(std::string(deep.status().message()),
+                ::testing::HasSubstr("recursion limit of 100"))
         << deep.status();
   }
 }
