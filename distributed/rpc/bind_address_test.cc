@@ -74,13 +74,20 @@ TEST(BindAddressTest, ChoosesTheEntrysHostTheWildcardOrTheExplicitOne) {
 // A server told to bind the wildcard address without TLS or a token does
 // not start (FailedPrecondition saying how to give them); with a token, or
 // --insecure (which warns on stderr), it does.
+// Task 0 of a one-task "worker" job whose cluster entry is `address`, on
+// any free port.
+ServerOptions OneWorker(const std::string& address) {
+  ServerOptions so;
+  so.cluster.AddTask("worker", address);
+  so.job = "worker";
+  so.task = 0;
+  so.port = 0;
+  return so;
+}
+
 TEST(BindAddressTest, BeyondLoopbackNeedsCredentialsOrInsecure) {
   auto options = [] {
-    ServerOptions so;
-    so.cluster.AddTask("worker", "127.0.0.1:2222");
-    so.job = "worker";
-    so.task = 0;
-    so.port = 0;  // any free port
+    ServerOptions so = OneWorker("127.0.0.1:2222");
     so.bind_host = "0.0.0.0";
     return so;
   };
@@ -123,13 +130,7 @@ TEST(BindAddressTest, BeyondLoopbackNeedsCredentialsOrInsecure) {
 // server's destructor (--max_message_mb=1 under the default 4 MiB receive
 // chunk was a SIGSEGV).
 TEST(BindAddressTest, RefusedOptionsAreErrors) {
-  auto options = [] {
-    ServerOptions so;
-    so.cluster.AddTask("worker", "127.0.0.1:0");
-    so.job = "worker";
-    so.task = 0;
-    return so;
-  };
+  auto options = [] { return OneWorker("127.0.0.1:0"); };
   std::vector<std::pair<std::string, ServerOptions>> cases;
   cases.emplace_back("--job is required", options());
   cases.back().second.job = "";
@@ -155,11 +156,7 @@ TEST(BindAddressTest, RefusedOptionsAreErrors) {
 // A port another server holds: the error says so, in one line (gRPC's own
 // log lines of the failure are kept out of stderr).
 TEST(BindAddressTest, PortInUseSaysWhy) {
-  ServerOptions so;
-  so.cluster.AddTask("worker", "127.0.0.1:0");
-  so.job = "worker";
-  so.task = 0;
-  so.port = 0;
+  ServerOptions so = OneWorker("127.0.0.1:0");
   auto first = GrpcServer::Create(so);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE((*first)->Start().ok());
